@@ -1,0 +1,304 @@
+"""InProcessKernel with real shells (nothing mocked): serialised runs, stopping code, capped outputs,
+execution counts, process state given back to the host, stuck-in-C reporting, and memory freed on close."""
+import gc, os, sys, threading, time, weakref
+from pathlib import Path
+
+import psutil
+import pytest
+
+from headlesnb.errors import BadArgumentError, KernelError
+from headlesnb.kernel import RUN_LOCK, FifoLock, InProcessKernel, RunResult
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def kernel():
+    k = InProcessKernel()
+    yield k
+    k.close()
+
+
+def text(r: RunResult, kind='stream') -> str:
+    "All text of outputs of `kind` (stream text, or execute_result's text/plain)"
+    if kind == 'stream': return ''.join(''.join(o['text']) for o in r.outputs if o['output_type'] == 'stream')
+    return ''.join(''.join(o['data']['text/plain']) for o in r.outputs if o['output_type'] == kind)
+
+
+def value(r: RunResult) -> str: return text(r, 'execute_result')
+
+
+def run_in_thread(k, code, **kw):
+    "Start `k.run(code)` in a thread; returns (thread, box) with box['r'] the RunResult once joined"
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=k.run(code, **kw), t=time.monotonic()))
+    t.start()
+    return t, box
+
+
+def wait_executing(k):
+    "Wait until `k` is executing a cell (interrupt() can only say yes then; the cell must be a long one)"
+    while k._current is None or not k._current.running: time.sleep(0.005)
+
+
+def test_construction_is_lazy_and_args_checked(tmp_path):
+    k = InProcessKernel(mpl_format='png')
+    assert k._shell is None and not k.busy and not k.closed and k.execution_count == 0
+    assert not RUN_LOCK.locked()
+    k.close()
+    with pytest.raises(BadArgumentError, match='mpl_format'): InProcessKernel(mpl_format="png'); import os; '")
+    with pytest.raises(BadArgumentError, match='output_limit'): InProcessKernel(output_limit=0)
+    with pytest.raises(BadArgumentError, match='not a folder'): InProcessKernel(cwd=tmp_path / 'missing')
+    with InProcessKernel() as k:
+        with pytest.raises(BadArgumentError, match='timeout'): k.run('1', timeout=0)
+        with pytest.raises(BadArgumentError, match='code'): k.run(b'1')
+
+
+def test_run_lock_serves_waiters_in_arrival_order():
+    lock, order = FifoLock(), []
+    lock.acquire()
+    ts = [threading.Thread(target=lambda i=i: (lock.acquire(), order.append(i), lock.release())) for i in range(5)]
+    for i, t in enumerate(ts):
+        t.start()
+        while len(lock._queue) <= i: time.sleep(0.001)  # queued before the next one starts
+    lock.release()
+    for t in ts: t.join()
+    assert order == list(range(5)) and not lock.locked()
+
+
+def test_two_threads_two_kernels_never_cross_outputs():
+    ks = [InProcessKernel(), InProcessKernel()]
+    results = {0: [], 1: []}
+    def work(j):
+        for i in range(100): results[j].append(ks[j].run(f'print("k{j}", {i})\n{i} * 10'))
+    ts = [threading.Thread(target=work, args=(j,)) for j in (0, 1)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    for j in (0, 1):
+        for i, r in enumerate(results[j]):
+            assert r.status == 'ok', r.outputs
+            assert text(r) == f'k{j} {i}\n' and value(r) == str(i * 10)
+            assert r.execution_count == i + 1
+    assert not RUN_LOCK.locked()
+    for k in ks: k.close()
+
+
+def test_busy_loop_timeout_stops_it_within_2s_and_kernel_goes_on(kernel):
+    kernel.run('x = 41')
+    t0 = time.monotonic()
+    r = kernel.run('while True: pass', timeout=1)
+    assert time.monotonic() - t0 < 2
+    assert (r.status, r.stuck, r.ok) == ('timeout', False, False)
+    err = r.outputs[-1]
+    assert err['output_type'] == 'error' and err['ename'] == 'ExecutionTimeout'
+    assert 'timed out after 1s' in err['evalue'] and 'interrupted' in err['evalue']
+    r = kernel.run('x + 1')
+    assert r.ok and value(r) == '42' and r.execution_count == 3
+
+
+def test_timeout_keeps_output_so_far_and_where_it_stopped(kernel):
+    r = kernel.run('print("before")\nn = 0\nwhile True:\n    n += 1', timeout=0.3)
+    assert (r.status, r.stuck) == ('timeout', False) and text(r) == 'before\n'
+    err = r.outputs[-1]
+    assert err['ename'] == 'ExecutionTimeout' and 'while True' in ''.join(err['traceback'])  # where it was stopped
+    assert value(kernel.run('n > 0')) == 'True'
+
+
+def test_awaiting_cell_is_cancelled_on_timeout(kernel):
+    r = kernel.run('import asyncio\nprint("waiting")\nawait asyncio.sleep(30)', timeout=0.5)
+    assert (r.status, r.stuck) == ('timeout', False) and text(r) == 'waiting\n'
+    assert kernel.run('await asyncio.sleep(0.01)\n7').ok
+
+
+def test_interrupt_from_another_thread(kernel):
+    assert kernel.interrupt() is False  # nothing running
+    t, box = run_in_thread(kernel, 'n = 0\nwhile True: n += 1')
+    wait_executing(kernel)
+    assert kernel.busy
+    assert kernel.interrupt() is True
+    t.join(10)
+    r = box['r']
+    assert (r.status, r.stuck) == ('interrupted', False)
+    assert r.outputs[-1]['ename'] == 'KeyboardInterrupt'
+    assert not kernel.busy and kernel.interrupt() is False
+    r = kernel.run('n > 0')
+    assert r.ok and value(r) == 'True'
+
+
+def test_restart_and_close_stop_a_running_cell():
+    k = InProcessKernel()
+    t, box = run_in_thread(k, 'x = 1\nwhile True: pass')
+    wait_executing(k)
+    k.restart()
+    t.join(10)
+    assert box['r'].status == 'interrupted' and k.execution_count == 0
+    r = k.run('"x" in globals()')
+    assert value(r) == 'False' and r.execution_count == 1
+    t, box = run_in_thread(k, 'while True: pass')
+    wait_executing(k)
+    k.close()
+    t.join(10)
+    assert box['r'].status == 'interrupted' and k.closed
+
+
+def test_interrupt_storm_never_kills_the_loop_or_leaks_into_later_cells(kernel):
+    "Interrupts arriving at any moment (also just as cells end) only ever stop the cell they hit"
+    stop = threading.Event()
+    def storm():
+        while not stop.is_set(): kernel.interrupt()
+    t = threading.Thread(target=storm); t.start()
+    try: statuses = {kernel.run(f'y = {i}\nsum(range(200))').status for i in range(300)}
+    finally: stop.set(); t.join()
+    assert statuses <= {'ok', 'interrupted'}
+    assert kernel._shell._thread.is_alive()
+    for _ in range(20): assert kernel.run('y').ok
+
+
+def test_huge_output_is_capped_with_marker(kernel):
+    r = kernel.run('print("a" * 1_000_000 + "b" * 1_345_678 + "END")')
+    s = text(r)
+    assert r.ok and len(s) < 100_200
+    assert '[output truncated: 2,245,682 more characters]' in s  # 2,345,682 printed (with the newline)
+    assert s.startswith('a' * 1000) and s.rstrip().endswith('bEND')
+    with InProcessKernel(output_limit=1000) as k:
+        r = k.run('"x" * 5000')
+        assert '[output truncated: 4,002 more characters]' in value(r)  # the repr has 5002 characters
+        r = k.run('raise ValueError("v" * 5000)')
+        assert r.status == 'error' and 'more characters' in r.outputs[-1]['evalue']
+        assert len(r.outputs[-1]['evalue']) < 1100
+
+
+def test_rich_outputs_kept_as_in_jupyter(kernel):
+    r = kernel.run('from IPython.display import display, HTML, Markdown, JSON\n'
+                   'display(HTML("<b>hi</b>")); display(Markdown("# T")); display(JSON({"a": 1}))')
+    data = [o['data'] for o in r.outputs if o['output_type'] == 'display_data']
+    assert data[0]['text/html'] == ['<b>hi</b>'] and data[1]['text/markdown'] == ['# T']
+    assert data[2]['application/json'] == {'a': 1}
+
+
+def test_execution_count_sequence_and_restart(kernel):
+    counts = [kernel.run(c).execution_count for c in ('a = 1', '1/0', 'a', 'def f(:')]
+    assert counts == [1, 2, 3, 4] and kernel.execution_count == 4
+    assert kernel.run('').execution_count is None and kernel.execution_count == 4
+    kernel.restart()
+    assert kernel.execution_count == 0
+    r = kernel.run('a')
+    assert r.status == 'error' and r.outputs[-1]['ename'] == 'NameError' and r.execution_count == 1
+    assert kernel.run('2').execution_count == 2
+
+
+def test_os_chdir_in_a_cell_breaks_nothing(tmp_path):
+    host = os.getcwd()
+    a, b = tmp_path / 'a', tmp_path / 'b'
+    a.mkdir(); b.mkdir(); (a / 'data.txt').write_text('in a')
+    with InProcessKernel(cwd=a) as ka, InProcessKernel(cwd=b) as kb:
+        assert value(ka.run('open("data.txt").read()')) == "'in a'"  # the kernel starts in its cwd
+        assert value(kb.run('import os; os.getcwd()')) == repr(str(b))
+        ka.run(f'import os; os.chdir({str(tmp_path)!r})')
+        assert os.getcwd() == host  # the host keeps its cwd
+        assert value(ka.run('os.getcwd()')) == repr(str(tmp_path))  # the kernel keeps the cell's
+        assert value(kb.run('os.getcwd()')) == repr(str(b))  # other kernels are not moved
+        ka.run(f'os.mkdir("gone"); os.chdir("gone"); os.rmdir({str(tmp_path / "gone")!r})')  # cwd deleted
+        assert ka.run('print("still fine")').ok and os.getcwd() == host
+        assert str(a) in sys.path
+
+
+def test_process_state_given_back_to_host(kernel):
+    from IPython.core.interactiveshell import InteractiveShell
+    main, inst, out = sys.modules['__main__'], InteractiveShell._instance, sys.stdout
+    r = kernel.run('import sys\nclass C: pass\nimport pickle\nprint(pickle.loads(pickle.dumps(C())).__class__.__name__)\n'
+                   'get_ipython() is __import__("IPython").get_ipython()')
+    assert r.ok and text(r) == 'C\n' and value(r) == 'True'
+    assert sys.modules['__main__'] is main and InteractiveShell._instance is inst and sys.stdout is out
+
+
+def test_py_magic_runs_body_as_python(kernel):
+    r = kernel.run('%%py\nimport math\nprint("hi")\nmath.sqrt(16)')
+    assert r.ok and text(r) == 'hi\n' and value(r) == '4.0' and r.execution_count == 1
+    assert kernel.run('%%py\nraise KeyError("k")').outputs[-1]['ename'] == 'KeyError'
+
+
+def test_stuck_in_c_is_reported_and_recovered():
+    host_out = sys.stdout
+    ka, kb, other = InProcessKernel(), InProcessKernel(), InProcessKernel()
+    ka.stop_grace = kb.stop_grace = 0.3
+    ka.run('import time\nz = 5')
+    ra, rb = [k.run('import time\nprint("sleeping")\ntime.sleep(1.5)', timeout=0.2) for k in (ka, kb)]
+    for r in (ra, rb):
+        assert (r.status, r.stuck) == ('timeout', True)
+        assert text(r) == 'sleeping\n'  # what it printed before it got stuck
+        assert 'could not be interrupted' in r.outputs[-1]['evalue'] and 'restart' in r.outputs[-1]['evalue']
+    assert sys.stdout is host_out  # the stuck cell's capture is not left installed
+    with pytest.raises(KernelError, match='stuck'): ka.run('1')
+    kb.restart()  # recovers at once: a new shell, the stuck thread abandoned
+    assert kb.run('1 + 1').ok and kb.execution_count == 1
+    # another kernel runs (and captures) while the stuck sleeps end and their interrupts land
+    r = other.run('import time\nfor i in range(20):\n    print(i)\n    time.sleep(0.1)')
+    assert r.ok and text(r) == ''.join(f'{i}\n' for i in range(20))
+    # ka's sleep has returned: the kernel works again, namespace kept, no restart needed
+    r = ka.run('z')
+    assert r.ok and value(r) == '5'
+    for k in (ka, kb, other): k.close()
+
+
+def test_a_cell_cannot_run_restart_or_close_kernels_instead_of_deadlocking(kernel):
+    other = InProcessKernel()
+    kernel.namespace.update(me=kernel, other=other)
+    for call in ('other.run("1")', 'me.run("1")', 'me.restart()', 'other.close()'):
+        r = kernel.run(call)
+        assert r.status == 'error' and r.outputs[-1]['ename'] == 'KernelError', call
+    assert kernel.run('me.interrupt()\nwhile True: pass').status == 'interrupted'  # asking is fine: it stops this very cell
+    assert other.run('1').ok and not other.closed
+    other.close()
+
+
+def test_close_frees_and_refuses():
+    k = InProcessKernel()
+    k.run('big = bytearray(10_000_000)')
+    shell = weakref.ref(k._shell)
+    thread = k._shell._thread
+    k.close(); k.close()
+    assert k.closed
+    for f in (lambda: k.run('1'), k.restart, lambda: k.complete('a'), lambda: k.inspect('a'), lambda: k.namespace):
+        with pytest.raises(KernelError, match='closed'): f()
+    assert k.interrupt() is False
+    thread.join(5)
+    gc.collect()
+    assert not thread.is_alive() and shell() is None
+
+
+def test_fifty_kernels_do_not_leak():
+    proc = psutil.Process()
+    def cycle():
+        k = InProcessKernel()
+        assert k.run('data = list(range(100_000))\nlen(data)').ok
+        ref = weakref.ref(k._shell)
+        k.close()
+        return ref
+    cycle(); gc.collect()
+    before = proc.memory_info().rss
+    refs = [cycle() for _ in range(50)]
+    time.sleep(0.1); gc.collect()
+    grown = (proc.memory_info().rss - before) / 2**20
+    assert grown < 10, f'RSS grew {grown:.1f} MiB over 50 kernels'
+    assert all(r() is None for r in refs)
+
+
+def test_matplotlib_png_is_an_image_output_and_not_truncated():
+    with InProcessKernel(mpl_format='png', output_limit=1000) as k:
+        r = k.run('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]);')
+        imgs = [o for o in r.outputs if o['output_type'] == 'display_data' and 'image/png' in o['data']]
+        assert r.ok and len(imgs) == 1
+        assert len(imgs[0]['data']['image/png']) > 1000 and 'truncated' not in imgs[0]['data']['image/png']
+
+
+def test_complete_inspect_and_namespace(kernel):
+    kernel.namespace['tool'] = lambda x: x  # before the shell starts: becomes part of it
+    kernel.run('def my_function(a, b=2):\n    "Adds."\n    return a + b\nimport os')
+    assert kernel.complete('my_fu') == ['my_function'] and 'path' in kernel.complete('os.pa')
+    assert kernel.complete('my_fu + 1', cursor_pos=5) == ['my_function']
+    doc = kernel.inspect('my_function')
+    assert 'my_function(a, b=2)' in doc and 'Adds.' in doc and '\x1b' not in doc
+    assert kernel.inspect('nothing_here') is None and kernel.inspect('1 +') is None
+    assert 'tool' in kernel.namespace and 'my_function' in kernel.namespace
+    with pytest.raises(BadArgumentError): kernel.complete('abc', cursor_pos=9)

@@ -1,0 +1,414 @@
+"""The MCP server end to end: `python -m headlesnb.mcp` as a real subprocess, driven by the official `mcp` client.
+
+stdio: tool list and schemas, edit/read round trips, running code, images, one-line errors that leave the
+server working, progress notifications during a long cell, and calls answered while a cell runs.
+Streamable HTTP: the same server on a free port of 127.0.0.1, without a token and with one (401 without it).
+Every server process is stopped by PID at the end of its test, whatever happens.
+"""
+import base64, json, os, socket, subprocess, sys, time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx2
+import psutil
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import ImageContent, TextContent
+
+pytestmark = pytest.mark.timeout(180)
+
+
+# ---------------------------------------------------------------- helpers
+@pytest.fixture(autouse=True)
+def reap_children():
+    "Stop (by PID) any process a test started that is still alive when it ends"
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    yield
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    for p in left:
+        try: p.terminate()
+        except psutil.NoSuchProcess: pass
+    _, alive = psutil.wait_procs(left, timeout=5)
+    for p in alive:
+        try: p.kill()
+        except psutil.NoSuchProcess: pass
+
+
+def server_args(root, *extra): return ['-m', 'headlesnb.mcp', '--root', str(root), *extra]
+
+
+@asynccontextmanager
+async def stdio_session(root, *extra):
+    "A `ClientSession` on `python -m headlesnb.mcp --root root` started as a subprocess over stdio"
+    params = StdioServerParameters(command=sys.executable, args=server_args(root, *extra), env=dict(os.environ))
+    with open(os.devnull, 'w') as errlog:
+        async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            yield s
+
+
+def text(res) -> str:
+    "All text of a tool result"
+    return '\n'.join(b.text for b in res.content if isinstance(b, TextContent))
+
+
+async def ok(s, tool, **args) -> str:
+    "Call `tool`; it must succeed; return its text"
+    res = await s.call_tool(tool, args)
+    assert not res.is_error, f'{tool}({args}) failed: {text(res)}'
+    return text(res)
+
+
+async def err(s, tool, **args) -> str:
+    "Call `tool`; it must fail with one line; return that line"
+    res = await s.call_tool(tool, args)
+    assert res.is_error, f'{tool}({args}) should fail but answered: {text(res)}'
+    msg = text(res)
+    assert msg and '\n' not in msg and len(res.content) == 1, msg
+    return msg
+
+
+def run(fn, *args): return anyio.run(fn, *args)
+
+
+# ---------------------------------------------------------------- stdio
+NOTEBOOK_TOOLS = {'list_files', 'list_kernels', 'use_notebook', 'list_notebooks', 'restart_notebook', 'unuse_notebook',
+                  'read_notebook', 'read_cell', 'insert_cell', 'overwrite_cell_source', 'edit_cell_source', 'delete_cell',
+                  'move_cell', 'clear_cell_output', 'execute_cell', 'insert_execute_code_cell', 'execute_code',
+                  'interrupt', 'undo', 'redo', 'history', 'run_all', 'swap_cells', 'save', 'ping'}
+
+
+def test_tools_and_schemas(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert NOTEBOOK_TOOLS <= set(tools)
+            ins = tools['insert_cell'].input_schema
+            assert set(ins['properties']) == {'cell_index', 'cell_type', 'cell_source', 'notebook_name'}
+            assert set(ins['required']) == {'cell_index', 'cell_type'}
+            assert ins['properties']['cell_type']['enum'] == ['code', 'markdown', 'raw']
+            assert {'cell_index', 'timeout', 'stream', 'progress_interval', 'notebook_name'} <= set(tools['execute_cell'].input_schema['properties'])
+            assert set(tools['edit_cell_source'].input_schema['properties']) >= {'cell_index', 'old_string', 'new_string', 'replace_all'}
+            assert set(tools['use_notebook'].input_schema['properties']) >= {'notebook_name', 'notebook_path', 'mode'}
+            assert set(tools['read_notebook'].input_schema['properties']) >= {'notebook_name', 'response_format', 'start_index', 'limit'}
+            assert set(tools['list_files'].input_schema['properties']) == {'path', 'max_depth', 'start_index', 'limit', 'pattern'}
+            # a cell may be named by index or id
+            assert {a['type'] for a in tools['read_cell'].input_schema['properties']['cell_index']['anyOf']} == {'integer', 'string'}
+            for name, t in tools.items():  # every notebook tool but the root-level ones takes notebook_name
+                if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks'):
+                    assert 'notebook_name' in t.input_schema['properties'], name
+                assert t.description, name
+            for name in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'read_notebook', 'read_cell', 'history'):
+                assert tools[name].annotations.read_only_hint is True, name
+            for name in ('delete_cell', 'overwrite_cell_source', 'clear_cell_output', 'restart_notebook'):
+                assert tools[name].annotations.destructive_hint is True, name
+            assert tools['insert_cell'].annotations.read_only_hint is False
+            assert await ok(s, 'ping') == 'pong'
+    run(main)
+
+
+def test_edit_read_round_trip(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            assert await ok(s, 'use_notebook', notebook_name='nb', mode='create') == \
+                "created notebook 'nb' (nb.ipynb, 0 cells); it is now the active notebook"
+            r = await ok(s, 'insert_cell', cell_index=-1, cell_type='markdown', cell_source='# Title', notebook_name='nb')
+            assert r.startswith('inserted markdown cell 0 (id ') and r.endswith('the notebook has 1 cell')
+            md_id = r.split('(id ')[1].split(')')[0]
+            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='a = 1\nb = 2', notebook_name='nb')
+            await ok(s, 'insert_cell', cell_index=0, cell_type='raw', cell_source='raw text')
+            brief = await ok(s, 'read_notebook', notebook_name='nb')
+            lines = brief.splitlines()
+            assert lines[0] == "notebook 'nb' (nb.ipynb): 3 cells; cells 0-2"
+            assert lines[1].startswith('[0] raw · id ') and lines[2].startswith(f'[1] markdown · id {md_id}')
+            assert lines[3].startswith('[2] code · id ') and '2 lines' in lines[3]
+            r = await ok(s, 'edit_cell_source', cell_index=2, old_string='b = 2', new_string='b = 3', notebook_name='nb')
+            assert r.startswith('edited cell 2 (id ') and '-b = 2' in r and '+b = 3' in r
+            r = await ok(s, 'read_cell', cell_index=md_id, notebook_name='nb')  # by id
+            assert r == f'[1] markdown · id {md_id}\n# Title'
+            r = await ok(s, 'read_cell', cell_index='2')  # an index sent as a string
+            assert r.startswith('[2] code · id ') and 'a = 1\nb = 3' in r
+            assert (await ok(s, 'move_cell', source_index=md_id, target_index=0)).endswith('from index 1 to 0')
+            r = await ok(s, 'overwrite_cell_source', cell_index=-1, cell_source='c = 3')
+            assert r.startswith('overwrote cell 2 (id ') and '+c = 3' in r
+            r = await ok(s, 'delete_cell', cell_indices=[1])
+            assert r.startswith('deleted 1 cell; 2 cells left\n[1] raw · id ') and r.endswith('raw text')
+            hist = await ok(s, 'history', notebook_name='nb')
+            assert hist.startswith('undo (7, most recent last):') and 'delete 1 cell(s)' in hist
+            assert (await ok(s, 'undo', steps=2)).startswith('undid delete 1 cell(s), overwrite cell source')
+            assert (await ok(s, 'redo')).startswith('redid overwrite cell source')
+            detailed = await ok(s, 'read_notebook', response_format='detailed')
+            assert '[0] markdown' in detailed and '[1] raw' in detailed and 'c = 3' in detailed
+            await ok(s, 'save', notebook_name='nb')
+            on_disk = json.loads((tmp_path / 'nb.ipynb').read_text())
+            assert [''.join(c['source']) for c in on_disk['cells']] == ['# Title', 'raw text', 'c = 3']
+            nbs = await ok(s, 'list_notebooks')
+            assert nbs.splitlines()[0] == 'name\tpath\tcells\tkernel\tactive\tunsaved' and nbs.splitlines()[1].startswith('nb\tnb.ipynb\t3\t')
+            files = await ok(s, 'list_files')
+            assert 'nb.ipynb\tfile' in files
+            assert (await ok(s, 'unuse_notebook', notebook_name='nb')).startswith("closed notebook 'nb'")
+            assert 'no notebooks in use' in await ok(s, 'list_notebooks')
+    run(main)
+
+
+def test_errors_are_one_line_and_server_goes_on(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            assert 'pass notebook_name' in await err(s, 'read_notebook')  # nothing open yet
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            assert "no notebook named 'nope'" in await err(s, 'read_cell', cell_index=0, notebook_name='nope')
+            assert "no notebook named 'nope'" in await err(s, 'insert_cell', cell_index=0, cell_type='code', notebook_name='nope')
+            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x = 1')
+            assert 'out of range' in await err(s, 'read_cell', cell_index=5)
+            assert 'out of range' in await err(s, 'insert_cell', cell_index=7, cell_type='code')
+            assert 'out of range' in await err(s, 'execute_cell', cell_index=3)
+            assert 'cell_type' in await err(s, 'insert_cell', cell_index=0, cell_type='python', cell_source='x')
+            assert 'invalid arguments for insert_cell' in await err(s, 'insert_cell', cell_index='first', cell_type='code')
+            assert 'invalid arguments for read_notebook' in await err(s, 'read_notebook', response_format='full')
+            assert 'old_string not found' in await err(s, 'edit_cell_source', cell_index=0, old_string='zzz', new_string='y')
+            assert 'outside the root' in await err(s, 'use_notebook', notebook_name='evil', notebook_path='../evil.ipynb', mode='create')
+            assert 'does not exist' in await err(s, 'use_notebook', notebook_name='missing')
+            assert 'cannot undo 5' in await err(s, 'undo', steps=5)
+            assert 'no cell' in (await err(s, 'read_cell', cell_index='deadbeef')).lower()
+            assert not (tmp_path.parent / 'evil.ipynb').exists()
+            # still serving, and nothing half-done
+            assert await ok(s, 'ping') == 'pong'
+            assert (await ok(s, 'read_notebook')).splitlines()[0].endswith('1 cell; cells 0-0')
+    run(main)
+
+
+def test_execute_and_outputs(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            r = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='x = 6 * 7\nprint("hello")\nx')
+            assert r.startswith('inserted and ran cell 0 (id ') and ': ok [1]' in r.splitlines()[0]
+            assert r.splitlines()[1:] == ['hello', '42']
+            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x + 1')
+            r = await ok(s, 'execute_cell', cell_index=1)
+            assert r.splitlines()[0].endswith('ok [2]') and r.splitlines()[1] == '43'
+            assert (await ok(s, 'execute_code', code='x * 2')).splitlines() == ['code: ok [3]', '84']
+            assert (await ok(s, 'execute_code', code='y = 1')).splitlines() == ['code: ok [4]', '(no output)']
+            r = await ok(s, 'execute_code', code='from IPython.display import HTML, Markdown, display\n'
+                                                 'display(HTML("<table><tr><td>a</td><td>b</td></tr></table>")); display(Markdown("**bold**"))')
+            assert r.splitlines()[1:] == ['a\tb', '**bold**']
+            # an error in the code is a result (not a failed call), with a readable traceback
+            r = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='def f(): return 1/0\nf()')
+            assert ': error [' in r.splitlines()[0] and 'ZeroDivisionError' in r and '\x1b' not in r
+            # outputs were stored in the cell
+            r = await ok(s, 'read_cell', cell_index=0)
+            assert r.endswith('--- outputs:\nhello\n42')
+            assert 'cleared the outputs of 1 cell' == await ok(s, 'clear_cell_output', cell_index=0)
+            assert (await ok(s, 'read_cell', cell_index=0)).endswith('--- no outputs')
+            # a long text output is cut with a marker
+            r = await ok(s, 'execute_code', code='print("x" * 100_000)')
+            assert 'characters cut' in r and len(r) < 25_000
+            # a timeout interrupts the code, says so, and the kernel is usable afterwards
+            t0 = time.monotonic()
+            r = await ok(s, 'execute_code', code='while True: pass', timeout=1)
+            assert time.monotonic() - t0 < 30
+            assert 'timeout' in r.splitlines()[0], r
+            assert (await ok(s, 'execute_code', code='x')).splitlines()[1] == '42'
+            # output written straight to the process's stdout (fd 1) must not corrupt the stdio protocol
+            assert (await ok(s, 'execute_code', code='import os; os.system("echo stray-output")')).startswith('code: ok')
+            assert await ok(s, 'ping') == 'pong'
+            kernels = await ok(s, 'list_kernels')
+            assert kernels.splitlines()[1].startswith('nb\t') and '\tidle\t' in kernels
+            r = await ok(s, 'run_all')
+            assert r.startswith('run_all: error; ran 3 of 3 code cells') and 'ZeroDivisionError' in r
+            assert 'restarted' in await ok(s, 'restart_notebook')
+            assert 'NameError' in await ok(s, 'execute_code', code='x')
+    run(main)
+
+
+PLOT = "import matplotlib.pyplot as plt; plt.plot([1,2]); plt.show()"
+PLOT_AGG = "import matplotlib; matplotlib.use('agg'); import matplotlib.pyplot as plt; plt.plot([1,2]); plt.show()"
+
+
+def test_image_output(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            res = await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source=PLOT))
+            assert not res.is_error, text(res)
+            imgs = [b for b in res.content if isinstance(b, ImageContent)]
+            assert len(imgs) == 1 and imgs[0].mime_type == 'image/png'
+            data = base64.b64decode(imgs[0].data)
+            assert data[:8] == b'\x89PNG\r\n\x1a\n' and len(data) <= 200_000
+            assert '<Figure' not in text(res)  # the figure's text repr adds nothing once the image is there
+            res = await s.call_tool('read_cell', dict(cell_index=0))  # read_cell sends the stored image too
+            assert [type(b).__name__ for b in res.content] == ['TextContent', 'ImageContent']
+            detailed = await ok(s, 'read_notebook', response_format='detailed')  # a notebook read only notes it
+            assert '[image/png image, ' in detailed and 'read_cell shows it' in detailed
+    run(main)
+
+
+@pytest.mark.xfail(reason="the in-process kernel shows figures only through the inline backend: "
+                          "matplotlib.use('agg') in a cell switches it off, so plt.show() outputs nothing", strict=False)
+def test_image_output_after_matplotlib_use_agg(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            res = await s.call_tool('execute_code', dict(code=PLOT_AGG))
+            assert not res.is_error, text(res)
+            assert [b.mime_type for b in res.content if isinstance(b, ImageContent)] == ['image/png']
+    run(main)
+
+
+def test_no_images_flag(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path, '--no-images') as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            res = await s.call_tool('execute_code', dict(code=PLOT))
+            assert not res.is_error and not any(isinstance(b, ImageContent) for b in res.content)
+            assert 'images are turned off' in text(res)
+    run(main)
+
+
+def test_progress_during_long_cell(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            await ok(s, 'execute_code', code='1')  # start the kernel first
+            seen = []
+            async def on_progress(progress, total, message): seen.append((time.monotonic(), progress, message))
+            t0 = time.monotonic()
+            res = await s.call_tool('execute_code', dict(code='import time; time.sleep(3)'), progress_callback=on_progress)
+            t1 = time.monotonic()
+            assert not res.is_error and text(res).startswith('code: ok')
+            assert seen, 'no progress notification during a 3 s cell'
+            assert all(t0 < t < t1 for t, _, _ in seen)  # they came while it ran
+            assert 'running for' in seen[0][2]
+    run(main)
+
+
+def test_calls_answered_while_a_cell_runs(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='print(1)')
+            await ok(s, 'execute_code', code='1')  # kernel started
+            done = {}
+            async def long_run():
+                done['res'] = await s.call_tool('execute_code', dict(code='import time; time.sleep(3)'))
+                done['t'] = time.monotonic()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(long_run)
+                await anyio.sleep(0.5)
+                r1 = await ok(s, 'read_cell', cell_index=0)
+                r2 = await ok(s, 'list_notebooks')
+                r3 = await ok(s, 'list_kernels')
+                t_reads = time.monotonic()
+                assert 'res' not in done, 'reads waited for the running cell'
+            assert t_reads < done['t']
+            assert r1.startswith('[0] code') and r2.splitlines()[1].startswith('nb\t') and '\tbusy\t' in r3
+            assert not done['res'].is_error
+    run(main)
+
+
+def test_cancelled_call_interrupts_the_cell(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            await ok(s, 'execute_code', code='n = 0')
+            with anyio.move_on_after(1.5):  # the client gives up: the SDK sends notifications/cancelled
+                await s.call_tool('execute_code', dict(code='while True: n += 1', timeout=120))
+            with anyio.fail_after(20):
+                while '\tbusy\t' in await ok(s, 'list_kernels'): await anyio.sleep(0.1)
+            assert int((await ok(s, 'execute_code', code='n')).splitlines()[1]) > 0
+    run(main)
+
+
+# ---------------------------------------------------------------- streamable HTTP
+def free_port() -> int:
+    with socket.socket() as so:
+        so.bind(('127.0.0.1', 0))
+        return so.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    "Start `python -m headlesnb.mcp --transport http` on a free port; yield a starter; kill by PID afterwards"
+    procs = []
+    def start(token=None, env_token=None):
+        port = free_port()
+        args = server_args(tmp_path, '--transport', 'http', '--port', str(port)) + (['--token', token] if token else [])
+        env = dict(os.environ)
+        env.pop('HEADLESNB_MCP_TOKEN', None)
+        if env_token: env['HEADLESNB_MCP_TOKEN'] = env_token
+        p = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        procs.append(p)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if p.poll() is not None: raise RuntimeError(f'server exited: {p.stderr.read().decode()[-2000:]}')
+            try:
+                with socket.create_connection(('127.0.0.1', port), timeout=0.2): return f'http://127.0.0.1:{port}/mcp'
+            except OSError: time.sleep(0.1)
+        raise RuntimeError('server did not start listening')
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try: p.wait(5)
+            except subprocess.TimeoutExpired: p.kill(); p.wait()
+        p.stderr.close()
+
+
+@asynccontextmanager
+async def http_session(url, token=None):
+    headers = {'Authorization': f'Bearer {token}'} if token else None
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as hc:
+        async with streamable_http_client(url, http_client=hc) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            yield s
+
+
+async def http_round_trip(url, token=None):
+    async with http_session(url, token) as s:
+        assert 'insert_cell' in {t.name for t in (await s.list_tools()).tools}
+        await ok(s, 'use_notebook', notebook_name='web', mode='create')
+        r = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='21 * 2')
+        assert r.splitlines()[1] == '42'
+        seen = []
+        async def on_progress(progress, total, message): seen.append(message)
+        r = await s.call_tool('execute_code', dict(code='import time; time.sleep(1.5)', progress_interval=0.5), progress_callback=on_progress)
+        assert not r.is_error and seen
+        assert 'out of range' in await err(s, 'read_cell', cell_index=9)
+        assert await ok(s, 'ping') == 'pong'
+
+
+def test_http_without_token(http_server):
+    url = http_server()
+    run(http_round_trip, url)
+
+
+def test_http_with_token(http_server):
+    url = http_server(token='s3cret-token')
+    async def main():
+        async with httpx2.AsyncClient() as hc:
+            init = {'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {}}
+            hdr = {'Accept': 'application/json, text/event-stream', 'Content-Type': 'application/json'}
+            assert (await hc.post(url, json=init, headers=hdr)).status_code == 401
+            assert (await hc.post(url, json=init, headers={**hdr, 'Authorization': 'Bearer wrong'})).status_code == 401
+            assert (await hc.get(url)).status_code == 401
+        with pytest.raises(BaseException):  # the official client cannot connect without the token
+            with anyio.fail_after(30):
+                async with http_session(url, token='wrong') as s: await s.list_tools()
+        await http_round_trip(url, token='s3cret-token')
+    run(main)
+
+
+def test_http_token_from_env(http_server):
+    url = http_server(env_token='from-env')
+    async def main():
+        async with httpx2.AsyncClient() as hc: assert (await hc.get(url)).status_code == 401
+        async with http_session(url, token='from-env') as s: assert await ok(s, 'ping') == 'pong'
+    run(main)
+
+
+def test_module_help():
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--help'], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and '--transport' in r.stdout and '--no-images' in r.stdout
