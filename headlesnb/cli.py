@@ -41,8 +41,9 @@ def run_notebook(path, output=None, inplace=False, timeout=None, allow_errors=Fa
     else:
         target = Path(tempfile.mkdtemp(dir=src.parent, prefix='.headlesnb-run-')) / src.name
         shutil.copyfile(src, target)
-    root = target.parent
-    nm = NotebookManager(root, save_delay=3600, mpl_format='png')
+    from headlesnb.kernel import InProcessKernel
+    # the kernel starts in the input notebook's folder, so its relative paths work wherever outputs go
+    nm = NotebookManager(target.parent, save_delay=3600, kernel_factory=lambda _: InProcessKernel(cwd=src.parent, mpl_format='png'))
     try:
         nm.use_notebook('run', target.name)
         cb = (lambda d, t: progress(d, t, src.name)) if progress else None
@@ -83,3 +84,6 @@ def main(argv=None) -> int:
     except HeadlesnbError as e:
         print(f'headlesnb: {e}', file=sys.stderr)
         return 2
+
+# %% ../nbs/06_cli.ipynb #ea5396d5
+if __name__ == '__main__': sys.exit(main())

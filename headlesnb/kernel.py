@@ -196,7 +196,11 @@ def _refuse_in_cell(what:str):
 class _Shell(CaptureShell):
     "A `CaptureShell` whose loop thread survives stray interrupts and whose capture leaves `sys.stdout` to the kernel"
     def __init__(self, mpl_format:str|None=None):
-        super().__init__(mpl_format=mpl_format)
+        lazy = mpl_format is not None and 'matplotlib' not in sys.modules
+        super().__init__(mpl_format=None if lazy else mpl_format)
+        if lazy:  # importing matplotlib costs ~1 s: let the first cell that uses it load the inline backend
+            os.environ.setdefault('MPLBACKEND', 'module://matplotlib_inline.backend_inline')
+            self.config.InlineBackend.figure_formats = {mpl_format}
         atexit.unregister(self.atexit_operations)  # it only ends the (in-memory, disabled) history, and fails from another thread
         self.input_transformers_cleanup.insert(0, _strip_py_magic)
         self._cap = None  # the current cell's capture

@@ -1,0 +1,67 @@
+"The `headlesnb` command as a real subprocess: exit codes, outputs written, errors shown"
+import json, subprocess, sys
+from pathlib import Path
+import nbformat, pytest
+
+def nb_file(path, sources):
+    cells = [dict(cell_type='code', id=f'c{i}', metadata={}, outputs=[], execution_count=None, source=s) for i, s in enumerate(sources)]
+    path.write_text(json.dumps(dict(cells=cells, metadata={}, nbformat=4, nbformat_minor=5)))
+    return path
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, '-m', 'headlesnb.cli', *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+def test_version():
+    r = subprocess.run(['headlesnb', '--version'], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith('headlesnb ')
+
+def test_success_writes_outputs_and_leaves_input(tmp_path):
+    src = nb_file(tmp_path / 'ok.ipynb', ['x = 6', 'print(x * 7)'])
+    before = src.read_text()
+    r = run('run', src, '--output', tmp_path / 'out' / 'ok.out.ipynb')
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ''  # no progress bar when stderr is not a terminal
+    out = nbformat.read(tmp_path / 'out' / 'ok.out.ipynb', as_version=4)
+    nbformat.validate(out)
+    assert ''.join(out.cells[1].outputs[0]['text']) == '42\n'
+    assert src.read_text() == before
+
+def test_failure_exits_1_and_shows_the_error(tmp_path):
+    src = nb_file(tmp_path / 'bad.ipynb', ['a = 1', 'raise ValueError("boom here")', 'b = 2'])
+    r = run('run', src, '--inplace')
+    assert r.returncode == 1
+    assert 'cell 1' in r.stderr and 'ValueError' in r.stderr and 'boom here' in r.stderr
+    nb = nbformat.read(src, as_version=4)
+    assert nb.cells[1].outputs[0]['output_type'] == 'error' and nb.cells[2].execution_count is None
+
+def test_allow_errors_runs_everything(tmp_path):
+    src = nb_file(tmp_path / 'bad.ipynb', ['raise ValueError("x")', 'print("after")'])
+    r = run('run', src, '--allow-errors', '--output', tmp_path / 'o.ipynb')
+    assert r.returncode == 0
+    assert ''.join(nbformat.read(tmp_path / 'o.ipynb', as_version=4).cells[1].outputs[0]['text']) == 'after\n'
+
+def test_timeout_interrupts_a_cell(tmp_path):
+    src = nb_file(tmp_path / 'slow.ipynb', ['while True: pass', 'print("never")'])
+    r = run('run', src, '--timeout', '1')
+    assert r.returncode == 1 and 'timeout' in r.stderr.lower()
+
+def test_bad_input(tmp_path):
+    assert run('run', tmp_path / 'missing.ipynb').returncode == 2
+    (tmp_path / 'junk.ipynb').write_text('not json')
+    r = run('run', tmp_path / 'junk.ipynb')
+    assert r.returncode == 2 and 'junk.ipynb' in r.stderr and 'Traceback' not in r.stderr
+    ok = nb_file(tmp_path / 'ok.ipynb', ['1'])
+    assert run('run', ok, '--inplace', '--output', tmp_path / 'x.ipynb').returncode == 2
+
+def test_relative_paths_in_the_notebook_see_its_folder(tmp_path):
+    (tmp_path / 'data.txt').write_text('hello')
+    src = nb_file(tmp_path / 'reader.ipynb', ["print(open('data.txt').read())"])
+    r = run('run', src, cwd='/')
+    assert r.returncode == 0, r.stderr
+
+def test_example_notebook_runs(tmp_path):
+    ex = Path(__file__).parent.parent / 'examples' / 'hello.ipynb'
+    r = run('run', ex, '--output', tmp_path / 'hello.out.ipynb')
+    assert r.returncode == 0, r.stderr
+    outs = [o for c in nbformat.read(tmp_path / 'hello.out.ipynb', as_version=4).cells for o in c.get('outputs', [])]
+    assert any('image/png' in o.get('data', {}) for o in outs)
