@@ -18,7 +18,7 @@ from .errors import *
 from .document import NbDoc, new_id, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .base import BaseManager
-from .context import ContextBuilder, render_sections
+from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
 from .notebook import _diff, _timing
 
 # %% ../nbs/12_dialog.ipynb #4ccf4cdf
@@ -439,32 +439,50 @@ def _call_in_kernel(self:DialogManager, kernel, fn, args:dict) -> str:
         ns.pop('__headlesnb_call__', None); ns.pop('__headlesnb_ret__', None)
 
 @patch
-def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None, on_text=None,
-                   thinking:int|None=None, max_rounds:int|None=None) -> dict:
-    "Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta"
-    from headlesnb.llm import run_tool_loop
+def _prompt(self:DialogManager, dialog_name, msg_id):
+    "The dialog's item, the prompt's id and message, and the messages above it"
     with self.edit(dialog_name) as it:
         mid = msg_id or it.state['current']
         if mid is None: raise BadArgumentError("no msg_id given and the dialog has no current message")
         i = it.doc.index(mid)
         m = cell2msg(it.doc.cells[i])
         if m.msg_type != 'prompt': raise BadArgumentError(f"message {mid} is a {m.msg_type} message, not a prompt")
-        above = [self._msg(it, c) for c in it.doc.cells[:i]]
-        names = dict.fromkeys(_TOOL_REF.findall(m.content + ''.join(x['content'] for x in above if not x['skipped'])))
+        return it, mid, m, [self._msg(it, c) for c in it.doc.cells[:i]]
+
+@patch
+def _sections(self:DialogManager, name) -> list: return [s for p in self.section_providers for s in p(name)]
+
+@patch
+def _context(self:DialogManager, name, m, above):
+    llm = self.llm
+    cb = ContextBuilder(self.system or DEFAULT_SYSTEM, llm.context_window - llm.max_tokens)
+    return cb.build(above, m.content, extra=self._sections(name))
+
+@patch
+def prompt_context(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None):
+    "The `Context` that `execute_prompt` would send for a prompt (system, messages, sections, budget), without calling the LLM"
+    it, mid, m, above = self._prompt(dialog_name, msg_id)
+    return self._context(it.name, m, above)
+
+@patch
+def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None, on_text=None,
+                   thinking:int|None=None, max_rounds:int|None=None) -> dict:
+    "Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta"
+    from headlesnb.llm import run_tool_loop
+    it, mid, m, above = self._prompt(dialog_name, msg_id)
+    names = dict.fromkeys(_TOOL_REF.findall(m.content + ''.join(x['content'] for x in above if not x['skipped'])))
+    with it.doc.lock:
         kernel = self._kernel(it) if names else it.kernel
-        tools = {n: f for n in names if callable(f := (kernel.namespace.get(n) if kernel else None))}
-        llm, name = self.llm, it.name
         it.state['current'] = mid
-    sections = lambda: [s for p in self.section_providers for s in p(name)]
-    cb = ContextBuilder(self.system or ContextBuilder().system, llm.context_window - llm.max_tokens)
-    ctx = cb.build(above, m.content, extra=sections())
-    host = {k: f for p in self.tool_providers for k, f in p(name).items()}
+    tools = {n: f for n in names if callable(f := (kernel.namespace.get(n) if kernel else None))}
+    ctx = self._context(it.name, m, above)
+    host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
     call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, fn, args)
-    res = run_tool_loop(llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
-                        on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(sections()))
+    res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
+                        on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)))
     reply = reply_markdown(res.rounds)
     usage = dict(res.reply.usage, model=res.reply.model)
-    with self.edit(name, strict=False) as it:
+    with self.edit(it.name, strict=False) as it:
         try: cell = it.doc.cell(mid)
         except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
         new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta={'usage': usage}, time_run=_now())))

@@ -1,0 +1,164 @@
+"""DialogManager end to end: the real anthropic SDK against a local fake Messages API, aidialog round trips,
+the context budget, and the run queue (real kernels, real files; only the Claude API is faked)."""
+import json, threading, time
+from pathlib import Path
+import pytest
+from aidialog.dialog import Dialog
+from aidialog.ipynb import read_ipynb, write_ipynb, _reply_sep
+from fake_anthropic import FakeAnthropic
+from headlesnb import DialogManager
+from headlesnb.errors import BadArgumentError, LLMError
+from headlesnb.llm import AnthropicClient, MockLLMClient
+
+@pytest.fixture
+def root(tmp_path): return tmp_path
+
+def make(root, llm=None, **kw):
+    dm = DialogManager(root, llm=llm, **kw)
+    dm.use_dialog('d', mode='create')
+    return dm
+
+def texts(req):
+    "Every text block of an API request, in order"
+    return [b['text'] for m in req['messages'] for b in (m['content'] if isinstance(m['content'], list) else [dict(text=m['content'])]) if 'text' in b]
+
+def test_streaming_tool_loop_and_usage_through_the_real_sdk(root):
+    replies = [{'text': 'Let me add them.', 'tool_calls': [('add', {'a': 2, 'b': 3})], 'usage': {'input_tokens': 50, 'output_tokens': 7, 'cache_read_input_tokens': 11}},
+               {'text': 'The answer is 5.', 'usage': {'input_tokens': 60, 'output_tokens': 5}}]
+    with FakeAnthropic(replies=replies) as fake:
+        dm = make(root, llm=AnthropicClient(api_key='test', base_url=fake.url))
+        dm.add_message('# Sums', 'note', pinned=1)
+        code = dm.add_message('def add(a:int, b:int) -> int:\n    "Add `a` and `b`"\n    calls.append((a, b))\n    return a + b\ncalls = []', 'code')
+        assert dm.run_message(code['id'])['status'] == 'ok'
+        p = dm.add_message('Add 2 and 3 with &`add`.', 'prompt')
+        chunks = []
+        r = dm.execute_prompt(p['id'], on_text=chunks.append)
+        assert ''.join(chunks) == 'Let me add them.The answer is 5.'
+        assert len(chunks) > 2  # streamed in pieces
+        assert dm.item().kernel.namespace['calls'] == [(2, 3)]  # the tool ran in the dialog's kernel
+        assert r['tool_calls'] == [dict(name='add', input={'a': 2, 'b': 3}, result='5', is_error=False)]
+        first, second = fake.requests
+        assert first['tools'][0]['name'] == 'add' and first['stream'] is True
+        assert first['system'][0]['cache_control'] == {'type': 'ephemeral'}
+        assert any('def add' in t for t in texts(first)) and texts(first)[-1].startswith('Add 2 and 3')
+        assert second['messages'][-1]['content'][0]['type'] == 'tool_result'
+    msg = dm.read_message(p['id'])
+    assert msg['meta']['usage']['input_tokens'] == 110 and msg['meta']['usage']['cache_read_input_tokens'] >= 11
+    reply = msg['ai_output']
+    assert reply.startswith('Let me add them.') and '```json {.tool}' in reply and reply.endswith('The answer is 5.')
+    block = json.loads(reply.split('```json {.tool}\n')[1].split('\n```')[0])
+    assert block == dict(id=block['id'], name='add', args={'a': 2, 'b': 3}, result='5')
+    dm.close_all()
+
+def test_api_error_is_clear_and_changes_nothing(root):
+    with FakeAnthropic(replies=[FakeAnthropic.error(400, 'prompt is too long')]) as fake:
+        dm = make(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0))
+        p = dm.add_message('hello', 'prompt')
+        before = dm.read_message(p['id'])
+        with pytest.raises(LLMError, match='400.*prompt is too long'): dm.execute_prompt(p['id'])
+        assert dm.read_message(p['id']) == before
+    dm.close_all()
+
+def test_no_key_is_a_clear_error(root, monkeypatch):
+    monkeypatch.delenv('ANTHROPIC_API_KEY', raising=False)
+    with FakeAnthropic(replies=['never']) as fake:
+        dm = make(root, llm=AnthropicClient(base_url=fake.url))
+        p = dm.add_message('hello', 'prompt')
+        with pytest.raises(LLMError, match='ANTHROPIC_API_KEY'): dm.execute_prompt(p['id'])
+        assert fake.requests == [] and dm.read_message(p['id'])['output'] == []
+    dm.close_all()
+
+def test_budget_keeps_newest_and_pinned_and_never_sends_skipped(root):
+    mock = MockLLMClient(['ok'], context_window=1600, max_tokens=200)
+    dm = make(root, llm=mock)
+    pinned = dm.add_message('PINNED-FACT ' + 'p' * 200, 'note', pinned=1)
+    old = [dm.add_message(f'OLD-{i} ' + 'x' * 800, 'note')['id'] for i in range(10)]
+    dm.add_message('SKIPPED-SECRET', 'note', skipped=1)
+    new = dm.add_message('NEWEST-NOTE', 'note')
+    p = dm.add_message('question?', 'prompt')
+    r = dm.execute_prompt(p['id'])
+    sent = '\n'.join(texts(mock.requests[0]))
+    assert 'PINNED-FACT' in sent and 'NEWEST-NOTE' in sent and 'SKIPPED-SECRET' not in sent
+    assert r['dropped'] and r['dropped'] == old[:len(r['dropped'])]  # the oldest went first
+    assert f'OLD-9 ' in sent and 'OLD-0 ' not in sent
+    assert f"[{len(r['dropped'])} earlier message(s) left out" in sent
+    dm.close_all()
+
+def test_roundtrip_headlesnb_to_aidialog(root):
+    dm = make(root, llm=MockLLMClient(['Four.']))
+    n = dm.add_message('# Title', 'note', heading_collapsed=1, bookmark=3)
+    c = dm.add_message('2 + 2', 'code', pinned=1, exported=1, meta={'custom': {'k': 1}})
+    dm.run_message(c['id'])
+    p = dm.add_message('What is 2+2?', 'prompt', skipped=1)
+    dm.execute_prompt(p['id'])
+    raw = dm.add_message('raw text', 'raw', i_collapsed=1, o_collapsed=1)
+    dm.save()
+    d = read_ipynb(root / 'd.ipynb')
+    ms = {m.id: m for m in d.messages}
+    assert [m.id for m in d.messages] == [n['id'], c['id'], p['id'], raw['id']]
+    assert [m.msg_type for m in d.messages] == ['note', 'code', 'prompt', 'raw']
+    assert ms[c['id']].pinned and ms[c['id']].exported and ms[c['id']].meta['custom'] == {'k': 1}
+    assert ms[c['id']].ai_output == '4'
+    assert ms[p['id']].skipped and ms[p['id']].ai_res == 'Four.' and ms[p['id']].content == 'What is 2+2?'
+    assert ms[n['id']].meta['heading_collapsed'] == 1 and ms[n['id']].meta['bookmark'] == 3
+    assert ms[raw['id']].meta['hide_input'] == 1 and ms[raw['id']].meta['collapsed'] == 1
+    dm.close_all()
+
+def test_roundtrip_aidialog_to_headlesnb_and_old_format(root):
+    d = Dialog(name='a')
+    d.mk_message('# Head', msg_type='note', pinned=1)
+    d.mk_message('1 + 1', msg_type='code', output=[dict(output_type='execute_result', data={'text/plain': '2'}, metadata={}, execution_count=1)])
+    d.mk_message('Why?', msg_type='prompt', output='Because.', meta={'mine': True})
+    write_ipynb(d, root / 'a.ipynb')
+    dm = DialogManager(root)
+    dm.use_dialog('a')
+    ms = dm.messages('a')
+    assert [m['id'] for m in ms] == [m.id for m in d.messages]
+    assert [(m['msg_type'], m['content']) for m in ms] == [('note', '# Head'), ('code', '1 + 1'), ('prompt', 'Why?')]
+    assert ms[0]['pinned'] == 1 and ms[1]['ai_output'] == '2' and ms[2]['ai_output'] == 'Because.' and ms[2]['meta'] == {'mine': True}
+    # an old-format file: prompt and reply in one markdown cell; read, and written back in the new form
+    old = dict(cells=[dict(cell_type='markdown', id='0ld1d000', metadata={'solveit_ai': True}, source='What?' + _reply_sep + 'That.')],
+               metadata={'solveit_dialog_mode': 'learning', 'solveit_ver': 1}, nbformat=4, nbformat_minor=5)
+    (root / 'old.ipynb').write_text(json.dumps(old))
+    dm.use_dialog('old')
+    m = dm.read_message('0ld1d000', dialog_name='old')
+    assert (m['msg_type'], m['content'], m['ai_output']) == ('prompt', 'What?', 'That.')
+    dm.close_all()
+    cell = json.loads((root / 'old.ipynb').read_text())['cells'][0]
+    assert cell['cell_type'] == 'code' and ''.join(cell['source']).startswith('%%prompt\n')
+
+def test_run_queue_runs_in_order_in_the_background(root):
+    dm = make(root)
+    ids = [dm.add_message(s, 'code')['id'] for s in ['import time; order = []', 'time.sleep(0.5); order.append(1)', 'order.append(2)', 'order']]
+    t = time.monotonic()
+    dm.queue_run(ids)
+    assert time.monotonic() - t < 0.2  # returns at once
+    assert dm.read_message(ids[2])['run'] is True  # still queued
+    assert dm.wait_idle(timeout=10)
+    assert [dm.read_message(i)['run'] for i in ids] == [False] * 4
+    assert dm.read_message(ids[3])['ai_output'] == '[1, 2]'
+    with pytest.raises(BadArgumentError): dm.queue_run([dm.add_message('a note')['id']])
+    dm.close_all()
+
+def test_bad_output_refused_and_nothing_saved_broken(root):
+    dm = make(root)
+    c = dm.add_message('1', 'code')
+    for bad in ['{not json', '{"a": 1}', '[{"output_type": "nonsense"}]']:
+        with pytest.raises(BadArgumentError): dm.update_message(c['id'], output=bad)
+    with pytest.raises(BadArgumentError): dm.add_message('x', 'code', output='[1, 2]')
+    assert len(dm.messages()) == 1 and dm.read_message(c['id'])['output'] == []
+    dm.save()
+    from aidialog.ipynb import read_ipynb as rd
+    rd(root / 'd.ipynb').validate()
+    dm.close_all()
+
+def test_concurrent_adds_are_all_kept(root):
+    dm = make(root)
+    def work(k):
+        for i in range(50): dm.add_message(f'{k}-{i}', 'note', placement='at_end')
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    contents = [m['content'] for m in dm.messages()]
+    assert len(contents) == 200 and all(sorted((c for c in contents if c.startswith(f'{k}-')), key=lambda s: int(s.split('-')[1])) == [c for c in contents if c.startswith(f'{k}-')] for k in range(4))
+    dm.close_all()
