@@ -278,12 +278,14 @@ def update_message(self:DialogManager, msg_id:str, dialog_name:str|None=None, **
     with self.edit(dialog_name) as it:
         cell = it.doc.cell(msg_id)
         old = cell2msg(cell)
-        new = msg2cell(apply_fields(old, fields))
+        new_msg = apply_fields(old, fields)
+        new = msg2cell(new_msg)
         changes = {k: v for k, v in new.items() if cell.get(k, MISSING) != v}
         changes.update({k: MISSING for k in cell if k not in new})
-        diff = _diff(old.content, new['source'] if old.msg_type != 'prompt' and new['cell_type'] != 'code' else cell2msg(new).content, msg_id)
         if changes: it.history.apply(it.doc, SetFields(msg_id, changes, f'update message {msg_id}'))
-        return dict(id=msg_id, changed=sorted(changes), diff=diff)
+        before, after = msg_dict(old), msg_dict(new_msg)
+        changed = sorted({f for f in ('meta' if k == 'mergemeta' else k for k in fields) if before.get(f) != after.get(f)})
+        return dict(id=msg_id, changed=changed, diff=_diff(old.content, new_msg.content, msg_id))
 
 @patch
 def delete_messages(self:DialogManager, ids, dialog_name:str|None=None) -> dict:

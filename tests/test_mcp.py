@@ -81,6 +81,10 @@ NOTEBOOK_TOOLS = {'list_files', 'list_kernels', 'use_notebook', 'list_notebooks'
                   'interrupt', 'undo', 'redo', 'history', 'run_all', 'swap_cells', 'save', 'ping'}
 
 
+DIALOG_TOOLS = {'list_dialogs', 'use_dialog', 'unuse_dialog', 'find_msgs', 'read_msg', 'add_msg', 'update_msg',
+                'del_msgs', 'run_msg', 'execute_prompt', 'dialog_undo', 'dialog_redo'}
+
+
 def test_tools_and_schemas(tmp_path):
     async def main():
         async with stdio_session(tmp_path) as s:
@@ -97,10 +101,12 @@ def test_tools_and_schemas(tmp_path):
             assert set(tools['list_files'].input_schema['properties']) == {'path', 'max_depth', 'start_index', 'limit', 'pattern'}
             # a cell may be named by index or id
             assert {a['type'] for a in tools['read_cell'].input_schema['properties']['cell_index']['anyOf']} == {'integer', 'string'}
-            for name, t in tools.items():  # every notebook tool but the root-level ones takes notebook_name
-                if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks'):
-                    assert 'notebook_name' in t.input_schema['properties'], name
+            for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
+                if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs'):
+                    assert {'notebook_name', 'dialog_name'} & set(t.input_schema['properties']), name
                 assert t.description, name
+            assert DIALOG_TOOLS <= set(tools)
+            assert tools['find_msgs'].annotations.read_only_hint is True and tools['del_msgs'].annotations.destructive_hint is True
             for name in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'read_notebook', 'read_cell', 'history'):
                 assert tools[name].annotations.read_only_hint is True, name
             for name in ('delete_cell', 'overwrite_cell_source', 'clear_cell_output', 'restart_notebook'):
@@ -225,7 +231,6 @@ def test_execute_and_outputs(tmp_path):
 
 
 PLOT = "import matplotlib.pyplot as plt; plt.plot([1,2]); plt.show()"
-PLOT_AGG = "import matplotlib; matplotlib.use('agg'); import matplotlib.pyplot as plt; plt.plot([1,2]); plt.show()"
 
 
 def test_image_output(tmp_path):
@@ -246,15 +251,26 @@ def test_image_output(tmp_path):
     run(main)
 
 
-@pytest.mark.xfail(reason="the in-process kernel shows figures only through the inline backend: "
-                          "matplotlib.use('agg') in a cell switches it off, so plt.show() outputs nothing", strict=False)
-def test_image_output_after_matplotlib_use_agg(tmp_path):
+def test_dialog_tools(tmp_path):
     async def main():
-        async with stdio_session(tmp_path) as s:
-            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
-            res = await s.call_tool('execute_code', dict(code=PLOT_AGG))
-            assert not res.is_error, text(res)
-            assert [b.mime_type for b in res.content if isinstance(b, ImageContent)] == ['image/png']
+        async with stdio_session(tmp_path, '--timeout', '20') as s:
+            assert 'created dialog' in await ok(s, 'use_dialog', dialog_name='work/chat', mode='create')
+            note = (await ok(s, 'add_msg', content='# Plan', msg_type='note')).split()[3]
+            code = (await ok(s, 'add_msg', content='x = 6\nx * 7', msg_type='code')).split()[3]
+            run_out = await ok(s, 'run_msg', msg_id=code)
+            assert run_out.startswith(f'message {code}: ok') and '42' in run_out
+            assert 'pinned' in await ok(s, 'update_msg', msg_id=note, pinned=True)
+            found = await ok(s, 'find_msgs', re_pattern='x \\* 7')
+            assert f'code · id {code}' in found and '--- output:\n42' in found and '# Plan' not in found
+            assert (await ok(s, 'read_msg', n=0, relative=False)).startswith(f'note · id {note} · pinned')
+            assert 'deleted 1 message' in await ok(s, 'del_msgs', ids=[note])
+            assert 'undid' in await ok(s, 'dialog_undo')
+            msg = await err(s, 'execute_prompt', msg_id=code)
+            assert 'not a prompt' in msg
+            await err(s, 'read_msg', msg_id='nope')
+            await err(s, 'add_msg', content='x', msg_type='image')
+        nb = json.loads((tmp_path / 'work' / 'chat.ipynb').read_text())
+        assert [c['cell_type'] for c in nb['cells']] == ['markdown', 'code'] and nb['cells'][0]['metadata'].get('pinned')
     run(main)
 
 
