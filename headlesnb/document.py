@@ -129,8 +129,8 @@ class NbDoc:
         self._by_id = {c['id']: c for c in nb['cells']}
         self.dirty, self.version, self.save_error = False, 0, None
         self._disk = None, None  # (stat signature, sha1) of the file as we last read or wrote it
-        self._writing = None     # sha1 of a save in progress
-        self._write_lock = threading.Lock()
+        self._writing, self._saved_version = set(), -1  # digests of saves in progress; version last written
+        self._write_lock, self._disk_lock = threading.Lock(), threading.Lock()
         _open_docs.add(self)
 
     @classmethod
@@ -235,15 +235,16 @@ def reorder(self:NbDoc, ids:list):
 @patch
 def changed_on_disk(self:NbDoc) -> bool:
     "Has someone else written the file since we last read or wrote it?"
-    sig, digest = self._disk
-    try: st = os.stat(self.path)
-    except FileNotFoundError: return False  # deleted: our next save writes it back
-    if _sig(st) == sig: return False
-    d = hashlib.sha1(self.path.read_bytes()).digest()
-    if d in (digest, self._writing):  # touched but not changed, or our own save landing right now
-        self._disk = _sig(st), d
-        return False
-    return True
+    with self._disk_lock:  # a leaf lock: our own writer cannot update `_disk` between our look and our verdict
+        sig, digest = self._disk
+        try: st = os.stat(self.path)
+        except FileNotFoundError: return False  # deleted: our next save writes it back
+        if _sig(st) == sig: return False
+        d = hashlib.sha1(self.path.read_bytes()).digest()
+        if d == digest or d in self._writing:  # touched but not changed, or our own save landing right now
+            self._disk = _sig(st), d
+            return False
+        return True
 
 @patch
 def sync(self:NbDoc, strict:bool=True) -> bool:
@@ -260,28 +261,34 @@ def sync(self:NbDoc, strict:bool=True) -> bool:
 @patch
 def reload(self:NbDoc):
     "Discard in-memory state and read the file again"
-    with self.lock:
+    with self.lock, self._write_lock:  # wait for a save in flight; older snapshots must not land after this
         new = NbDoc.load(self.path)
-        self.nb, self._by_id, self._disk = new.nb, new._by_id, new._disk
+        self.nb, self._by_id = new.nb, new._by_id
         self.dirty, self.save_error = False, None
         self.version += 1
+        with self._disk_lock: self._disk, self._saved_version = new._disk, self.version
 
 @patch
 def save(self:NbDoc, force:bool=False) -> bool:
     "Write now if dirty (True if written). ConflictError if the file changed on disk, unless `force`"
-    with self._write_lock:
-        with self.lock:
-            if not self.dirty: return False
-            if not force and self.changed_on_disk():
-                raise ConflictError(f"{self.path} was changed on disk by someone else; not overwriting it "
-                                    "(reload to discard our edits, or save with force=True)")
-            data, version = dump_nb(self.nb).encode(), self.version
-            self._writing = hashlib.sha1(data).digest()  # so `changed_on_disk` knows this write as ours
-        try: atomic_write(self.path, data)  # outside the lock: editors need not wait for the disk
-        except BaseException: self._writing = None; raise
-        with self.lock:
-            self._disk, self._writing = (_sig(os.stat(self.path)), self._writing), None
-            self.save_error = None
-            if self.version == version: self.dirty = False
-            else: _autosaver.schedule(self)  # edited while we wrote: write again soon
-        return True
+    with self.lock:
+        if not self.dirty: return False
+        if not force and self.changed_on_disk():
+            raise ConflictError(f"{self.path} was changed on disk by someone else; not overwriting it "
+                                "(reload to discard our edits, or save with force=True)")
+        data, version = dump_nb(self.nb).encode(), self.version
+        digest = hashlib.sha1(data).digest()
+        self._writing.add(digest)  # so `changed_on_disk` knows this write as ours while it lands
+    try:
+        # Writes happen outside `lock` (editors need not wait for the disk), and `lock` is never awaited
+        # while `_write_lock` is held, so a caller holding `lock` cannot deadlock with the autosaver.
+        with self._write_lock:
+            if version <= self._saved_version: return False  # a newer snapshot is already on disk
+            atomic_write(self.path, data)
+            with self._disk_lock: self._disk, self._saved_version = (_sig(os.stat(self.path)), digest), version
+    finally: self._writing.discard(digest)
+    with self.lock:
+        self.save_error = None
+        if self.version == version: self.dirty = False
+        else: _autosaver.schedule(self)  # edited while we wrote: write again soon
+    return True

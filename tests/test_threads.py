@@ -117,3 +117,21 @@ def test_own_autosave_is_not_an_external_change(tmp_path):
     assert conflicts == 0, f'{conflicts} spurious ConflictErrors in {ok + conflicts} edits while only our autosaver wrote the file: {first}'
     assert len(_disk(tmp_path / 'nb.ipynb')) == ok
     m.close_all()
+
+
+def test_save_under_the_document_lock_does_not_deadlock_with_the_autosaver(tmp_path):
+    "Closing saves while holding the document's lock; the autosaver must never wait on that lock while it holds the write lock"
+    m = NotebookManager(tmp_path, save_delay=0)
+    m.use_notebook('nb', mode='create')
+    done, added = threading.Event(), []
+    def edit():
+        while not done.is_set(): added.append(m.insert_cell(-1, 'code', 'x = 1\n' * 50)['id'])
+    th = threading.Thread(target=edit, daemon=True)
+    th.start()
+    doc = m.item('nb').doc
+    for _ in range(300):
+        with doc.lock: doc.save()
+    done.set(); th.join(10)
+    assert not th.is_alive(), 'deadlock between a save under the lock and the autosaver'
+    m.close_all()
+    assert [c['id'] for c in json.loads((tmp_path / 'nb.ipynb').read_text())['cells']] == added
