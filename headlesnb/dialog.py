@@ -380,9 +380,11 @@ def _drain(self:DialogManager, it):
                 return
             mid = it.state['running'] = it.state['queue'].pop(0)
         try: self.run_message(mid, dialog_name=it.name)
-        except Exception as e:  # a message deleted meanwhile, or an LLM error: record it and go on
-            try: self.update_message(mid, dialog_name=it.name, mergemeta={'run_error': f'{type(e).__name__}: {e}'})
-            except HeadlesnbError: pass
+        except Exception as e:  # an LLM error, say: note it on the message (not an undoable edit) and go on
+            with it.doc.lock:
+                if mid in it.doc._by_id:
+                    c = it.doc.cell(mid)
+                    it.doc.set_fields(mid, {'metadata': {**c['metadata'], 'run_error': f'{type(e).__name__}: {e}'}})
         finally: it.state['running'] = None
 
 @patch

@@ -162,3 +162,14 @@ def test_concurrent_adds_are_all_kept(root):
     contents = [m['content'] for m in dm.messages()]
     assert len(contents) == 200 and all(sorted((c for c in contents if c.startswith(f'{k}-')), key=lambda s: int(s.split('-')[1])) == [c for c in contents if c.startswith(f'{k}-')] for k in range(4))
     dm.close_all()
+
+def test_run_queue_notes_a_failed_prompt_and_goes_on(root):
+    dm = make(root, llm=MockLLMClient([LLMError('API error 529 overloaded_error: Overloaded')]))
+    p = dm.add_message('hello?', 'prompt')
+    c = dm.add_message('1 + 1', 'code')
+    dm.queue_run([p['id'], c['id']])
+    assert dm.wait_idle(timeout=10)
+    assert 'overloaded' in dm.read_message(p['id'])['meta']['run_error']
+    assert dm.read_message(c['id'])['ai_output'] == '2'
+    assert dm.get_history()['undo'][-1]['label'] == 'add code message'  # the note is not an undoable edit
+    dm.close_all()
