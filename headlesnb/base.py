@@ -110,7 +110,9 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
                 doc = NbDoc.load(full, save_delay=self.save_delay)
         except OSError as e:  # a name too long, a file where a folder should be, no permission...
             raise BadArgumentError(f"cannot {'create' if mode == 'create' else 'open'} {self.rel(full)}: {e.strerror or e}") from None
-        it = self._items[name] = Item(name, full, doc, History(self.history_size))
+        it = Item(name, full, doc, History(self.history_size))
+        self._prepare(it)
+        self._items[name] = it  # visible to other threads only once it is ready
         self.active = name
         return it
 
@@ -146,6 +148,9 @@ def _kernel(self:BaseManager, it:Item):
 
 @patch
 def _kernel_started(self:BaseManager, it:Item): "Hook: prepare a freshly started kernel"
+
+@patch
+def _prepare(self:BaseManager, it:Item): "Hook: get a newly opened item ready, before other threads can see it"
 
 @patch
 def close_all(self:BaseManager):

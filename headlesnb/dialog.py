@@ -19,7 +19,7 @@ from .document import NbDoc, new_id, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .base import BaseManager
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
-from .notebook import _diff, _timing
+from .notebook import _diff, _timing, run_info
 
 # %% ../nbs/12_dialog.ipynb #4ccf4cdf
 MSG_TYPES = ('code', 'note', 'prompt', 'raw')
@@ -45,8 +45,13 @@ def msg_dict(m:DlgMessage, run:bool=False) -> dict:
     "A message as a plain dict for callers"
     d = dict(id=m.id, msg_type=m.msg_type, content=m.content, output=m.output, ai_output=m.ai_output,
              run=run, time_run=m.time_run or '', meta=dict(m.meta), execution_count=m.execution_count)
-    d.update({f: int(bool(m.exported)) if f == 'exported' else getattr(m, f) or 0 for f in FLAGS})
+    d.update({f: getattr(m, f) or 0 for f in FLAGS if f != 'exported'}, exported=_exported(m))
     return d
+
+def _exported(m) -> int:
+    "aidialog's `exported` (nbdev meta or an `#| export` line), without parsing directives when there are none"
+    if '#|' not in m.content: return int(any(k in (m.meta.get('nbdev') or {}) for k in ('export', 'exports')))
+    return int(bool(m.exported))
 
 # %% ../nbs/12_dialog.ipynb #12c54c77
 def _flag(name, v):
@@ -141,12 +146,12 @@ class DialogManager(BaseManager):
 
     def use_dialog(self, dialog_name:str, dialog_path:str|None=None, mode:str='connect') -> dict:
         "Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active"
-        it = self._open(dialog_name, dialog_path, mode)
-        with it.doc.lock:
-            if not it.state:
-                it.state.update(current=None, queue=[], running=None, worker=None)
-                if conv_old_prompts(it.doc.nb): it.doc.touch()  # old prompt/reply markdown cells: write the new form
-        return self._info(it)
+        return self._info(self._open(dialog_name, dialog_path, mode))
+
+    def _prepare(self, it):
+        it.state.update(current=None, queue=[], running=None, worker=None)
+        if conv_old_prompts(it.doc.nb):  # old prompt/reply markdown cells: write the new form
+            it.doc.touch()  # the cells were changed in place: same dicts, same ids
 
     def unuse_dialog(self, dialog_name:str|None=None) -> dict:
         "Save and close a dialog, freeing its kernel (queued runs are dropped)"
@@ -356,6 +361,13 @@ def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=Non
         it.doc.set_fields(mid, {'outputs': res.outputs, 'execution_count': res.execution_count,
                                 'metadata': {**cell['metadata'], 'time_run': res.ended, 'execution': _timing(res)}})
         return {**self._msg(it, cell), 'status': res.status, 'stored': True}
+
+@patch
+def execute_code(self:DialogManager, code:str, timeout:float|None=None, dialog_name:str|None=None) -> dict:
+    "Run `code` in the dialog's kernel without adding a message"
+    if not isinstance(code, str): raise BadArgumentError("code must be a string")
+    with self.edit(dialog_name, strict=False) as it: kernel = self._kernel(it)
+    return run_info(kernel.run(code, timeout=timeout))
 
 @patch
 def queue_run(self:DialogManager, ids, dialog_name:str|None=None) -> dict:

@@ -436,7 +436,7 @@ def test_restore_after_reopen(root):
     assert [n['n'] for n in ws2.notifications][-1] == 1
     # the editor file changed while closed: reloaded, and notified
     assert ws2.editors[e].lines[3] == '    return x + 100\n' and 'while the workspace was closed' in ws2.notifications[0]['text']
-    assert ws2.open_range('a.py')['id'] == 'f6'  # ids go on where they stopped
+    assert ws2.open_range('a.py')['id'] == 'f7'  # ids go on where they stopped
 
 
 def test_restore_keeps_undo_history_and_render(root):
@@ -477,6 +477,22 @@ def test_corrupt_state(root):
     wm = WorkspaceManager(root)
     with pytest.raises(CorruptFileError, match='bad workspace state'): wm.open_workspace('w')
     assert wm.list_workspaces() == []
+    (root / 'w.workspace.json').write_text(json.dumps(dict(version=1, next_id=3, editors=[dict(
+        id='e1', path='a.py', start=5, end=2, hidden=False, baseline='', sha='', conflict=None, splits=[])])))
+    with pytest.raises(CorruptFileError, match='bad viewport'): wm.open_workspace('w')
+    (root / 'w.workspace.json').write_text('[1, 2]')
+    with pytest.raises(CorruptFileError, match='not a workspace state'): wm.open_workspace('w')
+
+
+def test_empty_file_window_and_editor(root, ws):
+    (root / 'empty.txt').write_text('')
+    assert ws.open_range('empty.txt') == dict(id='f1', kind='range', path='empty.txt', start=1, end=0, total=0)
+    assert dict(ws.sections())['FILE_WINDOWS'] == '---FILE_WINDOW_f1\n**file**: empty.txt\n**lines**: none (empty)\n**type**: range\n---FILE_WINDOW_f1_END'
+    with pytest.raises(BadArgumentError, match='past the end'): ws.open_range('empty.txt', 2)
+    e = ws.open_editor('empty.txt')['id']
+    with pytest.raises(BadArgumentError, match='empty'): ws.delete_lines(e, 1, 1)
+    ws.insert(e, 1, 'first')
+    assert (root / 'empty.txt').read_text() == 'first\n'
 
 
 def test_state_is_valid_json_under_threads(root, ws):
@@ -517,7 +533,7 @@ def test_paths_confined(root, ws, outside):
     with pytest.raises(PathOutsideRootError): wm.open_workspace('w2').store_augment('g/evil', 'x')
     with pytest.raises(PathOutsideRootError): wm.open_workspace('w3', '../outside/w3.workspace.json')
     with pytest.raises(BadArgumentError): wm.open_workspace('../w4')
-    assert wm.open_workspace('w5').available_augments() == []  # the augments folder is a symlink out: nothing listed
+    with pytest.raises(PathOutsideRootError): wm.open_workspace('w5').load_augments('dir/*')  # the augments folder is a symlink out
     assert _tree(outside) == before and not ws.files and not ws.editors
 
 
@@ -530,7 +546,7 @@ def test_restored_paths_are_confined_again(root, outside):
     d['files'][0]['path'] = '../outside/secret.txt'  # someone edits the state file
     (root / 'w.workspace.json').write_text(json.dumps(d))
     ws2 = WorkspaceManager(root).open_workspace('w')
-    assert not ws2.files and 'dropped on reopen' in ws2.notifications[0]['text'] and 'secret' not in ws2.render()
+    assert not ws2.files and 'dropped on reopen' in ws2.notifications[0]['text'] and '1: secret' not in ws2.render()
 
 
 # ---------------------------------------------------------------- augments
@@ -578,16 +594,17 @@ def test_augments(root, ws):
 def test_cell_and_message_windows(root):
     from headlesnb.notebook import NotebookManager
     from headlesnb.dialog import DialogManager
-    nm, dm = NotebookManager(root, save_delay=0), DialogManager(root, save_delay=0)
+    nm, dm = NotebookManager(root, save_delay=60), DialogManager(root, save_delay=60)
     nm.use_notebook('nb', mode='create')
     nm.insert_cell(-1, 'markdown', '# Title')
     c = nm.insert_cell(-1, 'code', 'x = 1\ny = 2\nprint(x + y)')
     dm.use_dialog('d', mode='create')
     m = dm.add_message('What is\nx?', 'prompt')
-    wm = WorkspaceManager(root, notebooks=nm, dialogs=dm)
+    wm = WorkspaceManager(root, dialogs=dm)
     ws = wm.for_dialog('d')
     assert ws.path == root / 'd.workspace.json'
-    w = ws.open_cell('nb', 1, 2)
+    with pytest.raises(BadArgumentError, match='no NotebookManager'): ws.open_cell('nb', 1)
+    w = ws.open_cell('nb', 1, 2, manager=nm)  # the manager is kept for re-reads
     assert (w['cell'], w['start'], w['end'], w['total']) == (c['id'], 2, 3, 3)
     assert ws.open_cell('nb', c['id'])['id'] == 'f2'
     wm2 = ws.open_message(m['id'])
@@ -619,7 +636,7 @@ def test_execute_prompt_tool_loop_sees_workspace(root):
                         ('editor', {'operation': 'replace', 'editor_id': 'e2', 'old': 'not there', 'new': 'y'}),
                         ('todos', {'operation': 'done', 'numbers': '1'})]},
         'Done: f now returns x + 2.'])
-    dm = DialogManager(root, llm=mock, save_delay=0)
+    dm = DialogManager(root, llm=mock, save_delay=60)
     wm = WorkspaceManager(root)
     assert wm.attach(dm)['tools'] == list(TOOL_NAMES)
     with pytest.raises(ConflictError): wm.attach(dm)
