@@ -78,8 +78,8 @@ class History:
         self._steps(steps, self._undo, 'undo')
         res = []
         for _ in range(steps):
-            cmd = self._undo.pop(); cmd.undo(doc)
-            self._redo.append(cmd); res.append(cmd.label)
+            cmd = self._undo[-1]; cmd.undo(doc)  # popped only once undone: a failing undo stays undoable
+            self._redo.append(self._undo.pop()); res.append(cmd.label)
         return res
 
     def redo(self, doc, steps:int=1) -> list:
@@ -87,8 +87,8 @@ class History:
         self._steps(steps, self._redo, 'redo')
         res = []
         for _ in range(steps):
-            cmd = self._redo.pop(); cmd.do(doc)
-            self._undo.append(cmd); res.append(cmd.label)
+            cmd = self._redo[-1]; cmd.do(doc)
+            self._undo.append(self._redo.pop()); res.append(cmd.label)
         return res
 
     def entries(self) -> dict:

@@ -11,7 +11,7 @@ __all__ = ['NOTEBOOK_TOOLS', 'DIALOG_TOOLS', 'INSTRUCTIONS', 'McpOptions', 'stri
            'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
 # %% ../nbs/07_mcp.ipynb #8e6cadf4
-import argparse, base64, hmac, html, io, json, os, re, sys, time
+import argparse, base64, hmac, html, inspect, io, json, os, re, sys, time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -730,9 +730,30 @@ def register_dialog_tools(srv:MCPServer, dialogs, opts:McpOptions) -> 'DialogToo
         srv.add_tool(getattr(tools, name), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
     return tools
 
+def _on_workspace(wm, name:str, tool):
+    "An MCP tool running workspace tool `tool` in the workspace named by its extra `workspace` argument"
+    sig = inspect.signature(tool)
+    def call(workspace:str='default', **kw): return wm.open_workspace(workspace).tools()[name](**kw)
+    ws_param = inspect.Parameter('workspace', inspect.Parameter.KEYWORD_ONLY, default='default',
+                                 annotation=Annotated[str, Field(description="Workspace to act on; its state is kept in <workspace>.workspace.json")])
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()] + [ws_param]
+    call.__signature__ = sig.replace(parameters=params, return_annotation=str)
+    call.__annotations__ = {p.name: p.annotation for p in params} | {'return': str}
+    call.__name__, call.__doc__ = name, tool.__doc__
+    return call
+
 def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions):
-    "Add the tools of a `WorkspaceManager` to `srv` (hook: written together with the workspace manager)"
-    raise NotImplementedError("workspace tools are not available yet: they arrive with WorkspaceManager")
+    "Add a `WorkspaceManager`'s tools (one per container, with an `operation` argument) and `workspace_view` to `srv`"
+    from headlesnb.workspace import Workspace, TOOL_NAMES
+    wm = workspace
+    template = Workspace(wm, 'default', wm.root / 'default.workspace.json').tools()  # for the signatures only: writes nothing
+    for name in TOOL_NAMES:
+        ann = _RO if name == 'grep' else _EDIT
+        srv.add_tool(_on_workspace(wm, name, template[name]), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
+    def workspace_view(workspace:Annotated[str, Field(description="Workspace to show")]='default') -> str:
+        "The workspace as a model's context shows it: file windows, editors, tool results, notifications, todos, augments."
+        return wm.open_workspace(workspace).render()
+    srv.add_tool(workspace_view, annotations=ToolAnnotations(title='Workspace view', **_RO), structured_output=False)
 
 # %% ../nbs/07_mcp.ipynb #d4478883
 INSTRUCTIONS = """Notebooks (.ipynb) under one root folder, each with its own Python kernel.
@@ -812,7 +833,12 @@ def mcp_main(argv=None):
     a = mcp_parser().parse_args(argv)
     token = a.token or os.environ.get('HEADLESNB_MCP_TOKEN') or None
     from headlesnb.dialog import DialogManager
-    try: srv = build_server(a.root, images=not a.no_images, timeout=a.timeout, dialogs=DialogManager(a.root, mpl_format='png'))
+    from headlesnb.workspace import WorkspaceManager
+    try:
+        dm = DialogManager(a.root, mpl_format='png')
+        wm = WorkspaceManager(a.root)
+        wm.attach(dm)  # prompts answered through execute_prompt see their dialog's workspace and get its tools
+        srv = build_server(a.root, images=not a.no_images, timeout=a.timeout, dialogs=dm, workspace=wm)
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")
     if a.transport == 'stdio': return srv.run('stdio')
     import uvicorn

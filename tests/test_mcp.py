@@ -103,7 +103,7 @@ def test_tools_and_schemas(tmp_path):
             assert {a['type'] for a in tools['read_cell'].input_schema['properties']['cell_index']['anyOf']} == {'integer', 'string'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
                 if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs'):
-                    assert {'notebook_name', 'dialog_name'} & set(t.input_schema['properties']), name
+                    assert {'notebook_name', 'dialog_name', 'workspace'} & set(t.input_schema['properties']), name
                 assert t.description, name
             assert DIALOG_TOOLS <= set(tools)
             assert tools['find_msgs'].annotations.read_only_hint is True and tools['del_msgs'].annotations.destructive_hint is True
@@ -271,6 +271,26 @@ def test_dialog_tools(tmp_path):
             await err(s, 'add_msg', content='x', msg_type='image')
         nb = json.loads((tmp_path / 'work' / 'chat.ipynb').read_text())
         assert [c['cell_type'] for c in nb['cells']] == ['markdown', 'code'] and nb['cells'][0]['metadata'].get('pinned')
+    run(main)
+
+
+def test_workspace_tools(tmp_path):
+    (tmp_path / 'a.py').write_text('import os\n\ndef f(x):\n    return x + 1\n')
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert {'file_windows', 'editor', 'tool_windows', 'grep', 'todos', 'augments', 'workspace_view'} <= set(tools)
+            props = tools['file_windows'].input_schema['properties']
+            assert {'operation', 'file_path', 'start', 'end', 'workspace'} <= set(props) and 'open_range' in props['operation']['enum']
+            opened = await ok(s, 'file_windows', operation='open_range', file_path='a.py', start=3, end=4)
+            assert opened.startswith('opened f1: a.py lines 3-4') and '\n' not in opened
+            await ok(s, 'editor', operation='open', file_path='a.py')
+            assert 'replace' in await ok(s, 'editor', operation='replace', editor_id='e2', old='x + 1', new='x + 2')
+            await ok(s, 'todos', operation='add', text='check f')
+            view = await ok(s, 'workspace_view')
+            assert '---FILE_WINDOW_f1' in view and '4:     return x + 1' in view and '1. [ ] check f' in view
+            assert await err(s, 'file_windows', operation='open_range', file_path='../outside.py')
+        assert (tmp_path / 'a.py').read_text().endswith('return x + 2\n') and (tmp_path / 'default.workspace.json').exists()
     run(main)
 
 
