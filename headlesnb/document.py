@@ -6,7 +6,7 @@
 __all__ = ['CELL_TYPES', 'MISSING', 'new_id', 'mk_cell', 'parse_nb', 'dump_nb', 'atomic_write', 'NbDoc']
 
 # %% ../nbs/01_document.ipynb #342b79ac
-import atexit, hashlib, json, os, re, secrets, sys, tempfile, threading, time, weakref
+import atexit, glob, hashlib, json, os, re, secrets, sys, tempfile, threading, time, weakref
 from pathlib import Path
 from fastcore.basics import patch
 from .errors import *
@@ -83,6 +83,13 @@ def atomic_write(path:Path, data:bytes):
     finally: os.close(dfd)
 
 # %% ../nbs/01_document.ipynb #f2edfe55
+def _remove_stale_temps(path:Path, age:float=60):
+    for t in path.parent.glob(f'.{glob.escape(path.name)}.*.tmp'):
+        try:
+            if time.time() - t.stat().st_mtime > age: t.unlink()
+        except OSError: pass
+
+# %% ../nbs/01_document.ipynb #ed57fe3b
 class _Autosaver:
     def __init__(self): self._due, self._cv, self._thread = {}, threading.Condition(), None
 
@@ -118,7 +125,7 @@ def _flush_all():
         try: d.save()
         except Exception as e: print(f'headlesnb: could not save {d.path} at exit: {e}', file=sys.stderr)
 
-# %% ../nbs/01_document.ipynb #ed57fe3b
+# %% ../nbs/01_document.ipynb #553117a7
 def _sig(st): return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 class NbDoc:
@@ -141,6 +148,7 @@ class NbDoc:
         except IsADirectoryError: raise BadArgumentError(f"{path} is a folder, not a notebook") from None
         doc = cls(path, parse_nb(data, path), **kw)
         doc._disk = _sig(path.stat()), hashlib.sha1(data).digest()
+        _remove_stale_temps(path)
         return doc
 
     @classmethod
@@ -177,7 +185,7 @@ class NbDoc:
         c = self.cell(cell_id)
         return next(i for i, x in enumerate(self.cells) if x is c)
 
-# %% ../nbs/01_document.ipynb #553117a7
+# %% ../nbs/01_document.ipynb #89eacbd6
 MISSING = type('Missing', (), {'__repr__': lambda s: 'MISSING'})()  # a field that was absent
 
 @patch
@@ -231,7 +239,7 @@ def reorder(self:NbDoc, ids:list):
     self.nb['cells'] = [self._by_id[i] for i in ids]
     self.touch()
 
-# %% ../nbs/01_document.ipynb #89eacbd6
+# %% ../nbs/01_document.ipynb #8e64da57
 @patch
 def changed_on_disk(self:NbDoc) -> bool:
     "Has someone else written the file since we last read or wrote it?"

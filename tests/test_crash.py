@@ -203,3 +203,15 @@ def test_exit_flushes_pending_edits(tmp_path, style):
     nbformat.validate(nbformat.reads(data, as_version=nbformat.NO_CONVERT))
     disk = [[c['id'], ''.join(c['source'])] for c in json.loads(data)['cells']]
     assert disk == rep['cells']
+
+
+def test_opening_removes_stale_temp_files_only(tmp_path):
+    "A write killed mid-way leaves `.NAME.*.tmp`; opening removes those over a minute old, never a live writer's"
+    m = NotebookManager(tmp_path)
+    m.use_notebook('nb', mode='create'); m.unuse_notebook('nb')
+    stale, fresh = tmp_path / '.nb.ipynb.dead1234.tmp', tmp_path / '.nb.ipynb.live5678.tmp'
+    for t in (stale, fresh): t.write_text('{"partial')
+    os.utime(stale, (time.time() - 3600,) * 2)
+    m.use_notebook('nb')
+    assert not stale.exists() and fresh.exists()
+    m.close_all()

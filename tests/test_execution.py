@@ -124,3 +124,19 @@ def test_restart_and_list_kernels(nm):
     nm.restart_notebook()
     assert nm.execute_code('y')['error']['ename'] == 'NameError'
     assert nm.list_kernels()[0]['execution_count'] == 1
+
+def test_closing_notebooks_frees_their_kernels(tmp_path):
+    "Opening and closing 50 notebooks that each ran a cell leaves under 10 MB more RSS than after the first"
+    import gc, psutil
+    m = NotebookManager(tmp_path)
+    def cycle(i):
+        m.use_notebook(f'n{i}', mode='create')
+        assert m.insert_execute_code_cell(-1, 'data = list(range(100_000)); len(data)')['status'] == 'ok'
+        m.unuse_notebook(f'n{i}')
+    cycle(0); gc.collect()
+    base = psutil.Process().memory_info().rss
+    for i in range(1, 50): cycle(i)
+    gc.collect()
+    grown = psutil.Process().memory_info().rss - base
+    assert grown < 10 * 2**20, f'RSS grew by {grown / 2**20:.1f} MiB over 49 notebooks'
+    assert m.list_notebooks() == [] and m.list_kernels() == []

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import httpx2
-import psutil
 import pytest
+from conftest import free_port
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -22,21 +22,6 @@ pytestmark = pytest.mark.timeout(180)
 
 
 # ---------------------------------------------------------------- helpers
-@pytest.fixture(autouse=True)
-def reap_children():
-    "Stop (by PID) any process a test started that is still alive when it ends"
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    yield
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-    for p in left:
-        try: p.terminate()
-        except psutil.NoSuchProcess: pass
-    _, alive = psutil.wait_procs(left, timeout=5)
-    for p in alive:
-        try: p.kill()
-        except psutil.NoSuchProcess: pass
-
-
 def server_args(root, *extra): return ['-m', 'headlesnb.mcp', '--root', str(root), *extra]
 
 
@@ -359,12 +344,6 @@ def test_cancelled_call_interrupts_the_cell(tmp_path):
 
 
 # ---------------------------------------------------------------- streamable HTTP
-def free_port() -> int:
-    with socket.socket() as so:
-        so.bind(('127.0.0.1', 0))
-        return so.getsockname()[1]
-
-
 @pytest.fixture
 def http_server(tmp_path):
     "Start `python -m headlesnb.mcp --transport http` on a free port; yield a starter; kill by PID afterwards"

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
+from conftest import free_port
 
 HERE, REPO = Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
@@ -30,27 +30,6 @@ CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic'
 
 
 # ---------------------------------------------------------------- helpers
-@pytest.fixture(autouse=True)
-def reap_children():
-    "Stop (by PID) any process a test started that is still alive when it ends (servers, browsers, client scripts)"
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    yield
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-    for p in left:
-        try: p.terminate()
-        except psutil.NoSuchProcess: pass
-    _, alive = psutil.wait_procs(left, timeout=5)
-    for p in alive:
-        try: p.kill()
-        except psutil.NoSuchProcess: pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 class Server:
     "A running `python -m headlesnb.server` and an HTTP client for it"
     def __init__(self, root: Path, port: int, proc: subprocess.Popen, log: Path):
