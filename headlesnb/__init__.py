@@ -4,3 +4,4 @@ __version__ = "0.1.0"
 from .errors import *
 from .notebook import NotebookManager
 from .dialog import DialogManager
+from .workspace import WorkspaceManager
