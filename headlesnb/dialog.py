@@ -470,9 +470,15 @@ def _sections(self:DialogManager, name) -> list: return [s for p in self.section
 
 @patch
 def _context(self:DialogManager, name, m, above):
+    "Build within the budget by the estimate, then check the total with the client's own count and tighten if it was low"
     llm = self.llm
-    cb = ContextBuilder(self.system or DEFAULT_SYSTEM, llm.context_window - llm.max_tokens)
-    return cb.build(above, m.content, extra=self._sections(name))
+    limit = budget = llm.context_window - llm.max_tokens
+    for _ in range(4):
+        ctx = ContextBuilder(self.system or DEFAULT_SYSTEM, budget).build(above, m.content, extra=self._sections(name))
+        estimate, ctx.tokens = ctx.tokens, llm.count_tokens(ctx.system, ctx.request_messages)
+        if ctx.tokens <= limit: return ctx
+        budget = int(estimate * limit / ctx.tokens * 0.95)  # scale the estimate by how far it was off
+    raise BadArgumentError(f"the context needs {ctx.tokens} tokens by the model's count, over the budget of {limit}: unpin or skip messages")
 
 @patch
 def prompt_context(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None):

@@ -173,3 +173,21 @@ def test_run_queue_notes_a_failed_prompt_and_goes_on(root):
     assert dm.read_message(c['id'])['ai_output'] == '2'
     assert dm.get_history()['undo'][-1]['label'] == 'add code message'  # the note is not an undoable edit
     dm.close_all()
+
+def test_budget_is_checked_with_the_apis_token_count(root):
+    "When the API counts more tokens than the estimate, the context is rebuilt tighter (oldest unpinned out first)"
+    counts = []
+    def count(body):
+        n = 3 * sum(len(json.dumps(m)) for m in body['messages']) // 4  # the 'real' tokenizer counts ~3x the estimate
+        counts.append(n); return n
+    with FakeAnthropic(replies=['ok'], count_tokens=count) as fake:
+        dm = make(root, llm=AnthropicClient(api_key='test', base_url=fake.url, context_window=3000, max_tokens=500))
+        old = [dm.add_message(f'OLD-{i} ' + 'x' * 400, 'note')['id'] for i in range(10)]
+        p = dm.add_message('question?', 'prompt')
+        ctx = dm.prompt_context(p['id'])
+        assert ctx.dropped and ctx.dropped == old[:len(ctx.dropped)] and ctx.tokens <= 2500
+        assert len(counts) >= 2 and counts[0] > 2500  # the first build fitted the estimate but not the API's count
+        dm.execute_prompt(p['id'])
+        sent = '\n'.join(texts(fake.requests[-1]))
+        assert 'OLD-9' in sent and 'OLD-0 ' not in sent
+    dm.close_all()
