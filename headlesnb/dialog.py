@@ -19,7 +19,7 @@ from .document import NbDoc, new_id, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .base import BaseManager
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
-from .notebook import _diff, _timing, run_info
+from .notebook import _diff, run_info, store_run
 
 # %% ../nbs/12_dialog.ipynb #4ccf4cdf
 MSG_TYPES = ('code', 'note', 'prompt', 'raw')
@@ -356,11 +356,9 @@ def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=Non
         it.state['current'] = mid
     res = kernel.run(m.content, timeout=timeout)
     with self.edit(it.name, strict=False) as it:
-        try: cell = it.doc.cell(mid)
-        except NotFoundError: return dict(id=mid, status=res.status, stored=False)
-        it.doc.set_fields(mid, {'outputs': res.outputs, 'execution_count': res.execution_count,
-                                'metadata': {**cell['metadata'], 'time_run': res.ended, 'execution': _timing(res)}})
-        return {**self._msg(it, cell), 'status': res.status, 'stored': True}
+        try: store_run(it.doc, mid, res, time_run=res.ended)
+        except NotFoundError: return dict(id=mid, status=res.status, stored=False)  # deleted while it ran
+        return {**self._msg(it, it.doc.cell(mid)), 'status': res.status, 'stored': True}
 
 @patch
 def execute_code(self:DialogManager, code:str, timeout:float|None=None, dialog_name:str|None=None) -> dict:

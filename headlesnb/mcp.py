@@ -490,8 +490,9 @@ def run_header(what:str, r:dict, timeout:float) -> str:
     return h
 
 @patch
-def _fmt_run(self:NotebookTools, r:dict, what:str, timeout:float) -> list:
-    blocks = format_outputs(r['outputs'], self.opts)
+def _fmt_run(self:ToolGroup, r:dict, what:str, timeout:float, outputs:list|None=None) -> list:
+    "A run's one-line header and its outputs (a notebook run's `outputs`, or `outputs` given)"
+    blocks = format_outputs(r['outputs'] if outputs is None else outputs, self.opts)
     head = run_header(what, r, timeout)
     if not blocks: return [f"{head}\n(no output)"]
     if isinstance(blocks[0], TextContent): blocks[0] = TextContent(type='text', text=f"{head}\n{blocks[0].text}")
@@ -663,13 +664,7 @@ async def run_msg(self:DialogTools,
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
         return self.dm.run_message(msg_id, t, dialog_name)
-    def fmt(r):
-        head = run_header(f"message {r['id']}", r, t)
-        blocks = format_outputs(r['output'] or [], self.opts)
-        if not blocks: return [f"{head}\n(no output)"]
-        if isinstance(blocks[0], TextContent): blocks[0] = TextContent(type='text', text=f"{head}\n{blocks[0].text}")
-        else: blocks.insert(0, head)
-        return blocks
+    def fmt(r): return self._fmt_run(r, f"message {r['id']}", t, r['output'] or [])
     return await self._run(ctx, call, fmt, f'message {msg_id or "(current)"}', t, progress_interval)
 
 @patch
