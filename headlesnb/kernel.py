@@ -129,6 +129,12 @@ RUN_LOCK = FifoLock()  # held while an in-process cell runs (or a shell starts):
 # %% ../nbs/03_kernel.ipynb #9f3f3144
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc  # bound once: calling it must not run Python code
 
+def _checkpoint():
+    "A Python call: an async exception pending for this thread is raised as it starts"
+
+class _Landed(BaseException): "Raised in the loop thread by its own cell's ending, to consume a pending interrupt"
+_LANDED = ctypes.py_object(_Landed)
+
 def _idle(tid:int) -> bool:
     "Is thread `tid` waiting in its event loop's selector (the cell awaits rather than runs)?"
     f = sys._current_frames().get(tid)
@@ -139,7 +145,7 @@ class _Run:
     def __init__(self, shell, code:str):
         self.shell, self.code, self.tid = shell, code, ctypes.c_ulong(shell._thread.ident)
         self.lock, self.wake = threading.Lock(), threading.Event()
-        self.running, self.task, self.reason, self.halted = False, None, None, False
+        self.running, self.task, self.reason, self.halted, self.poked = False, None, None, False, False
         self.fut = asyncio.run_coroutine_threadsafe(self._main(), shell.loop)
         self.fut.add_done_callback(lambda _: self.wake.set())
 
@@ -149,9 +155,12 @@ class _Run:
         try: return await self.shell._run_async(self.code, store_history=True)
         except (KeyboardInterrupt, asyncio.CancelledError): return None  # the stop landed just outside the user's code
         finally:
-            with self.lock:
-                self.running = False
-                _set_async_exc(self.tid, None)  # an interrupt still pending must not reach the loop or the next cell
+            try:
+                with self.lock:
+                    self.running = False
+                    if self.poked: _set_async_exc(self.tid, _LANDED)  # replaces an interrupt still pending
+                if self.poked: _checkpoint()  # the marker lands here, not in the loop or the next cell
+            except (KeyboardInterrupt, _Landed): pass
 
     def stop(self, reason:str):
         "Ask for the cell to be stopped (from any thread); `wait` does it"
@@ -163,7 +172,9 @@ class _Run:
         with self.lock:
             if not self.running: return
             if _idle(self.tid.value): self.shell.loop.call_soon_threadsafe(self.task.cancel)
-            else: _set_async_exc(self.tid, ctypes.py_object(KeyboardInterrupt))
+            else:
+                self.poked = True
+                _set_async_exc(self.tid, ctypes.py_object(KeyboardInterrupt))
 
     def wait(self, timeout:float|None, grace:float) -> bool:
         "Wait for the cell, stopping it on timeout or `stop`: False if it is still running `grace` s after that"

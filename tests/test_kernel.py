@@ -154,6 +154,26 @@ def test_interrupt_storm_never_kills_the_loop_or_leaks_into_later_cells(kernel):
     for _ in range(20): assert kernel.run('y').ok
 
 
+@pytest.mark.parametrize('interrupted', [False, True])
+def test_tracers_still_work_after_runs_and_interrupts(interrupted):
+    "Debuggers, coverage and profilers keep working: no async-exception flag is left behind (CPython 3.11 hangs on one)"
+    import subprocess
+    script = f"""
+import sys
+from headlesnb.kernel import InProcessKernel
+k = InProcessKernel()
+k.run('x = 1')
+if {interrupted}: assert k.run('while True: pass', timeout=0.3).status == 'timeout'
+assert k.run('x + 1').status == 'ok'
+def f(): return sum(range(10))
+sys.settrace(lambda *a: None); f(); sys.settrace(None)
+sys.setprofile(lambda *a: None); f(); sys.setprofile(None)
+print('traced ok')
+"""
+    r = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and 'traced ok' in r.stdout, r.stderr[-2000:]
+
+
 def test_huge_output_is_capped_with_marker(kernel):
     r = kernel.run('print("a" * 1_000_000 + "b" * 1_345_678 + "END")')
     s = text(r)
