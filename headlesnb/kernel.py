@@ -41,6 +41,10 @@ class Kernel:
     def run(self, code:str, timeout:float|None=None) -> RunResult:
         "Run `code`; after `timeout` seconds it is interrupted (status 'timeout')"
         raise NotImplementedError
+    async def arun(self, code:str, timeout:float|None=None) -> RunResult:
+        "`run` awaited from asyncio code (here in a worker thread; kernels may do better); cancelling it interrupts the cell"
+        try: return await asyncio.to_thread(self.run, code, timeout)
+        except asyncio.CancelledError: self.interrupt(); raise
     def interrupt(self) -> bool:
         "Stop the running cell, if any: True if one was running"
         raise NotImplementedError
@@ -101,9 +105,10 @@ class FifoLock:
     "A lock granted in arrival order"
     def __init__(self): self._mu, self._queue, self._held = threading.Lock(), deque(), False
 
-    def acquire(self):
+    def acquire(self, blocking:bool=True) -> bool:
         with self._mu:
             if not self._held: self._held = True; return True
+            if not blocking: return False
             turn = threading.Lock(); turn.acquire(); self._queue.append(turn)
         try: turn.acquire()  # released by `release` when it is our turn
         except BaseException:
@@ -144,10 +149,10 @@ class _Run:
     "One cell submitted to a shell's loop thread, and the means to stop it"
     def __init__(self, shell, code:str):
         self.shell, self.code, self.tid = shell, code, ctypes.c_ulong(shell._thread.ident)
-        self.lock, self.wake = threading.Lock(), threading.Event()
+        self.lock, self.wake = threading.Lock(), concurrent.futures.Future()  # set when the cell ends or is to stop
         self.running, self.task, self.reason, self.halted, self.poked = False, None, None, False, False
         self.fut = asyncio.run_coroutine_threadsafe(self._main(), shell.loop)
-        self.fut.add_done_callback(lambda _: self.wake.set())
+        self.fut.add_done_callback(lambda _: self._wake())
 
     async def _main(self):
         self.shell._cap = None  # until this cell's capture starts
@@ -162,10 +167,13 @@ class _Run:
                 if self.poked: _checkpoint()  # the marker lands here, not in the loop or the next cell
             except (KeyboardInterrupt, _Landed): pass
 
+    def _wake(self):
+        with suppress(concurrent.futures.InvalidStateError): self.wake.set_result(None)
+
     def stop(self, reason:str):
         "Ask for the cell to be stopped (from any thread); `wait` does it"
         self.reason = self.reason or reason
-        self.wake.set()
+        self._wake()
 
     def _poke(self):
         "One stop attempt: interrupt the running Python code, or cancel the await the loop is idle in"
@@ -179,8 +187,22 @@ class _Run:
     def wait(self, timeout:float|None, grace:float) -> bool:
         "Wait for the cell, stopping it on timeout or `stop`: False if it is still running `grace` s after that"
         try:
-            if not self.wake.wait(timeout): self.stop('timeout')
+            if concurrent.futures.wait([self.wake], timeout).not_done: self.stop('timeout')
         except KeyboardInterrupt: self.stop('interrupted')  # Ctrl-C in the waiting (main) thread stops the cell
+        return self.settle(grace)
+
+    async def wait_async(self, timeout:float|None, grace:float) -> bool:
+        "`wait` for asyncio code: the event loop waits, and only stopping a cell (rare) takes a thread"
+        try: await asyncio.wait_for(asyncio.wrap_future(self.wake), timeout)
+        except TimeoutError: self.stop('timeout')
+        except asyncio.CancelledError:  # the caller gave up: stop the cell (blocking up to `grace`) before the kernel is let go
+            self.stop('interrupted')
+            self.settle(grace)
+            raise
+        return self.fut.done() or await asyncio.to_thread(self.settle, grace)
+
+    def settle(self, grace:float) -> bool:
+        "Once woken: True if the cell ended; else keep stopping it for `grace` s, False if it still runs then"
         if self.fut.done(): return True
         self.halted, end = True, time.monotonic() + grace
         while not self.fut.done() and time.monotonic() < end:
@@ -204,8 +226,19 @@ def _refuse_in_cell(what:str):
     if threading.current_thread().name == _LOOP_THREAD:
         raise KernelError(f'{what} cannot be called from code running in an in-process kernel')
 
+class _KeepingHook(CaptureShell.displayhook_class):
+    "Keeps the format data it computes for a cell's value, so it is formatted once (reprs may cost, or have side effects)"
+    kept = ({}, {})
+    def write_format_data(self, data, md): self.kept = data, md
+
+class _Formatted:
+    "Stands in for the display formatter in execnb's `_out_nb`: answers with the format data the displayhook kept"
+    def __init__(self, kept): self.kept = kept
+    def format(self, obj): return self.kept
+
 class _Shell(CaptureShell):
     "A `CaptureShell` whose loop thread survives stray interrupts and whose capture leaves `sys.stdout` to the kernel"
+    displayhook_class = _KeepingHook
     def __init__(self, mpl_format:str|None=None):
         lazy = mpl_format is not None and 'matplotlib' not in sys.modules
         super().__init__(mpl_format=None if lazy else mpl_format)
@@ -229,6 +262,7 @@ class _Shell(CaptureShell):
     def _captured(self, *args, **kwargs):
         pub = CapturingDisplayPublisher()
         self.display_pub, self._cap = pub, CapturedIO(io.StringIO(), io.StringIO(), pub.outputs)
+        self.displayhook.kept = ({}, {})
         sys.stdout, sys.stderr, builtins.input = self._cap._stdout, self._cap._stderr, _no_stdin
         yield self._cap
 
@@ -324,34 +358,72 @@ class InProcessKernel(Kernel):
 @patch_to(InProcessKernel)
 def run(self, code:str, timeout:float|None=None) -> RunResult:
     "Run `code` (outputs captured, text capped); after `timeout` seconds it is interrupted"
+    _check_run(code, timeout)
+    with self._lock, RUN_LOCK, _host_state():
+        r, n, started = self._begin(code)
+        try: done = r.wait(timeout, self.stop_grace)
+        finally: self._current = None
+        return self._end(r, done, n, started, timeout)
+
+@patch_to(InProcessKernel)
+async def arun(self, code:str, timeout:float|None=None) -> RunResult:
+    "`run` for asyncio code: a started, idle kernel is awaited on the event loop, without a thread hop"
+    _check_run(code, timeout)
+    if not self._take(): return await Kernel.arun(self, code, timeout)  # starting, queued or stuck: the blocking way
+    try:
+        with _host_state():
+            r, n, started = self._begin(code)
+            try: done = await r.wait_async(timeout, self.stop_grace)
+            except asyncio.CancelledError: self._end(r, r.fut.done(), n, started, timeout); raise
+            finally: self._current = None
+            return self._end(r, done, n, started, timeout)
+    finally: RUN_LOCK.release(); self._lock.release()
+
+def _check_run(code, timeout):
     if not isinstance(code, str): raise BadArgumentError(f"code must be a str, not {type(code).__name__}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise BadArgumentError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
     _refuse_in_cell('run()')
-    with self._lock, RUN_LOCK, _host_state():
-        self._check_open()  # again: close() may have come while we queued
-        if self._stuck is not None:
-            if not self._stuck.fut.done():
-                raise KernelError('the kernel is stuck in a call that cannot be interrupted: restart() it')
-            self._stuck = None  # that call returned: the shell is usable again
-        shell = self._shell = self._shell or self._start()
-        InteractiveShell._instance, sys.modules['__main__'] = shell, shell.user_module
-        _chdir(self._cwd)
-        n, started = shell.execution_count, _now()
-        self._current = r = _Run(shell, code)
-        try: done = r.wait(timeout, self.stop_grace)
-        finally: self._current = None
-        self._cwd = _getcwd() or self._cwd  # keep the cell's os.chdir for this kernel's next cell
-        if not done: self._stuck = r
-        outputs, status = self._outcome(r, done, timeout)
-        count = n if not done or shell.execution_count > n else None
+
+@patch_to(InProcessKernel)
+def _take(self) -> bool:
+    "Take this kernel's lock and `RUN_LOCK` if both are free now and the shell is started and usable"
+    if self._shell is None or self._stuck is not None or not self._lock.acquire(blocking=False): return False
+    if RUN_LOCK.acquire(blocking=False): return True
+    self._lock.release()
+    return False
+
+@patch_to(InProcessKernel)
+def _begin(self, code:str) -> tuple:
+    "Submit `code` to the shell (holding the locks); the `_Run`, the count before it and the start time"
+    self._check_open()  # again: close() may have come while we queued
+    if self._stuck is not None:
+        if not self._stuck.fut.done():
+            raise KernelError('the kernel is stuck in a call that cannot be interrupted: restart() it')
+        self._stuck = None  # that call returned: the shell is usable again
+    shell = self._shell = self._shell or self._start()
+    InteractiveShell._instance, sys.modules['__main__'] = shell, shell.user_module
+    _chdir(self._cwd)
+    n, started = shell.execution_count, _now()  # before submitting: the cell may start at once
+    self._current = r = _Run(shell, code)
+    return r, n, started
+
+@patch_to(InProcessKernel)
+def _end(self, r:_Run, done:bool, n:int, started:str, timeout) -> RunResult:
+    "The `RunResult` of a run that ended (`done`) or could not be stopped"
+    self._cwd = _getcwd() or self._cwd  # keep the cell's os.chdir for this kernel's next cell
+    if not done: self._stuck = r
+    outputs, status = self._outcome(r, done, timeout)
+    count = n if not done or r.shell.execution_count > n else None
     return RunResult([cap_output(o, self.output_limit) for o in outputs], count, status, started, _now(), stuck=not done)
 
 @patch_to(InProcessKernel)
 def _outcome(self, r:_Run, done:bool, timeout) -> tuple[list, str]:
     "Outputs and status of a finished, stopped or stuck run"
     res = r.result() if done else None
-    outs = list(_out_nb(res, r.shell.display_formatter)) if res else r.shell.partial_outputs()
+    if res: outs = [o for o in _out_nb(res, _Formatted(r.shell.displayhook.kept))
+                    if o['output_type'] != 'execute_result' or o['data']]  # a value shown by `_ipython_display_` has none
+    else: outs = r.shell.partial_outputs()
     if not r.halted:
         if res is None: outs.append(_error('KernelError', f'the run ended without a result: {r.fut.exception()!r}'))
         return outs, 'error' if any(o['output_type'] == 'error' for o in outs) else 'ok'

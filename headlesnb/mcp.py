@@ -12,7 +12,7 @@ __all__ = ['NOTEBOOK_TOOLS', 'DIALOG_TOOLS', 'INSTRUCTIONS', 'McpOptions', 'stri
 
 # %% ../nbs/07_mcp.ipynb #8e6cadf4
 import argparse, base64, hmac, html, inspect, io, json, os, re, sys, time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Annotated, Literal
 import anyio, anyio.to_thread
@@ -449,11 +449,13 @@ def wants_progress(ctx) -> bool:
     return isinstance(meta, dict) and (meta.get('progress_token') is not None or meta.get('progressToken') is not None)
 
 @patch
-async def _run(self:ToolGroup, ctx:Context|None, call, fmt, what:str, timeout:float, interval:float) -> CallToolResult:
+async def _run(self:ToolGroup, ctx:Context|None, start, fmt, what:str, timeout:float, interval:float) -> CallToolResult:
+    "Await `start(state)` (progress notifications meanwhile, if asked for); its result through `fmt`, a failure as one line"
     interval = interval or self.opts.progress_interval
     state, t0 = {'msg': None}, time.monotonic()
-    def work():
-        res = fmt(call(state))
+    async def go():
+        try: res = fmt(await start(state))
+        except Exception as e: return error_result(error_text(e))
         return res if isinstance(res, CallToolResult) else text_result(*res)
     async def ticker():
         while True:
@@ -462,20 +464,21 @@ async def _run(self:ToolGroup, ctx:Context|None, call, fmt, what:str, timeout:fl
             msg = f"{state['msg'] or what}: running for {el:.0f} s" + (f" (timeout {timeout:g} s)" if timeout else '')
             try: await ctx.report_progress(round(el, 1), timeout or None, msg)
             except Exception: return  # the client went away: the run goes on
-    try:
-        if not wants_progress(ctx):  # the common short call: no ticker task to start and cancel
-            try: return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-            except Exception as e: return error_result(error_text(e))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ticker)
-            try: res = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-            except Exception as e: res = error_result(error_text(e))
-            finally: tg.cancel_scope.cancel()
-        return res
-    except anyio.get_cancelled_exc_class():  # the client cancelled the call: stop the code too
-        try: self.mgr.interrupt(state.get('name'))
-        except Exception: pass
-        raise
+    if not wants_progress(ctx): return await go()  # the common short call: no ticker task to start and cancel
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        try: return await go()
+        finally: tg.cancel_scope.cancel()
+
+@patch
+def _threaded(self:ToolGroup, call):
+    "A blocking run `call(state)` as a `start` for `_run`: in a worker thread; cancelling it interrupts the code"
+    async def start(state):
+        try: return await anyio.to_thread.run_sync(call, state, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            with suppress(Exception): self.mgr.interrupt(state.get('name'))
+            raise
+    return start
 
 @patch
 def _timeout(self:ToolGroup, t): return t if t and t > 0 else self.opts.timeout
@@ -505,11 +508,9 @@ async def execute_cell(self:NotebookTools, cell_index:_CellRef, timeout:_Timeout
         progress_interval:_Interval=0, notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
     "Run a code cell in its notebook's kernel; outputs are stored in the cell and returned (images as MCP images)."
     t = self._timeout(timeout)
-    def call(st):
-        st['name'] = self.nm.item(notebook_name).name
-        return self.nm.execute_cell(self._ref(cell_index, notebook_name), t, notebook_name)
+    def start(st): return self.nm.aexecute_cell(self._ref(cell_index, notebook_name), t, notebook_name)
     def fmt(r): return self._fmt_run(r, f"cell {r['index'] if r.get('index') is not None else '?'} (id {r['id']})", t)
-    return await self._run(ctx, call, fmt, f'cell {cell_index}', t, progress_interval)
+    return await self._run(ctx, start, fmt, f'cell {cell_index}', t, progress_interval)
 
 @patch
 async def insert_execute_code_cell(self:NotebookTools,
@@ -519,11 +520,9 @@ async def insert_execute_code_cell(self:NotebookTools,
         notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
     "Insert a code cell at an index (-1 appends) and run it; returns its outputs."
     t = self._timeout(timeout)
-    def call(st):
-        st['name'] = self.nm.item(notebook_name).name
-        return self.nm.insert_execute_code_cell(cell_index, cell_source, t, notebook_name)
+    def start(st): return self.nm.ainsert_execute_code_cell(cell_index, cell_source, t, notebook_name)
     def fmt(r): return self._fmt_run(r, f"inserted and ran cell {r['index'] if r.get('index') is not None else '?'} (id {r['id']})", t)
-    return await self._run(ctx, call, fmt, 'new cell', t, progress_interval)
+    return await self._run(ctx, start, fmt, 'new cell', t, progress_interval)
 
 @patch
 async def execute_code(self:NotebookTools,
@@ -532,10 +531,8 @@ async def execute_code(self:NotebookTools,
         notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
     "Run code in a notebook's kernel without adding it to the notebook (scratch work, inspecting variables)."
     t = self._timeout(timeout)
-    def call(st):
-        st['name'] = self.nm.item(notebook_name).name
-        return self.nm.execute_code(code, t, notebook_name)
-    return await self._run(ctx, call, lambda r: self._fmt_run(r, 'code', t), 'code', t, progress_interval)
+    def start(st): return self.nm.aexecute_code(code, t, notebook_name)
+    return await self._run(ctx, start, lambda r: self._fmt_run(r, 'code', t), 'code', t, progress_interval)
 
 @patch
 async def run_all(self:NotebookTools, notebook_name:_NbName=None,
@@ -554,7 +551,7 @@ async def run_all(self:NotebookTools, notebook_name:_NbName=None,
             err = e.get('error') or {}
             line += f"\ncell {e['index']} (id {e['id']}): {e['status']}" + (f": {err.get('ename')}: {one_line(err.get('evalue') or '', 300)}" if err else '')
         return [line + ("\n(read_cell shows a cell's outputs)" if d['errors'] else '')]
-    return await self._run(ctx, call, fmt, 'run_all', t, progress_interval)
+    return await self._run(ctx, self._threaded(call), fmt, 'run_all', t, progress_interval)
 
 @patch
 async def interrupt(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
@@ -665,7 +662,7 @@ async def run_msg(self:DialogTools,
         st['name'] = self.dm.item(dialog_name).name
         return self.dm.run_message(msg_id, t, dialog_name)
     def fmt(r): return self._fmt_run(r, f"message {r['id']}", t, r['output'] or [])
-    return await self._run(ctx, call, fmt, f'message {msg_id or "(current)"}', t, progress_interval)
+    return await self._run(ctx, self._threaded(call), fmt, f'message {msg_id or "(current)"}', t, progress_interval)
 
 @patch
 async def execute_prompt(self:DialogTools,
@@ -678,7 +675,7 @@ async def execute_prompt(self:DialogTools,
     def fmt(r):
         calls = f" after {_plural(len(r['tool_calls']), 'tool call')}" if r['tool_calls'] else ''
         return [cap_text(f"reply to {r['id']}{calls}:\n{r['reply']}", self.opts.text_limit)]
-    return await self._run(ctx, call, fmt, 'prompt', 0, 0)
+    return await self._run(ctx, self._threaded(call), fmt, 'prompt', 0, 0)
 
 @patch
 async def dialog_undo(self:DialogTools, steps:Annotated[int, Field(description="How many edits to undo", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:

@@ -6,7 +6,7 @@
 __all__ = ['cell_pos', 'cell_info', 'NotebookManager', 'store_run', 'run_info']
 
 # %% ../nbs/05_notebook.ipynb #fb70637f
-import difflib, fnmatch, os, time
+import asyncio, difflib, fnmatch, os, time
 from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
@@ -236,17 +236,26 @@ def run_info(res) -> dict:
     return d
 
 @patch
-def _run_cell(self:NotebookManager, notebook_name, cell_index, timeout) -> dict:
+def _cell_to_run(self:NotebookManager, notebook_name, cell_index) -> tuple:
+    "The notebook's name, the code cell's id and source, and the kernel to run it in"
     with self.edit(notebook_name) as it:
         i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
         if c['cell_type'] != 'code': raise BadArgumentError(f"cell {i} is a {c['cell_type']} cell: only code cells run")
-        src, cid, kernel = c['source'], c['id'], self._kernel(it)
-    res = kernel.run(src, timeout=timeout)
-    with self.edit(it.name, strict=False) as it:
+        return it.name, c['id'], c['source'], self._kernel(it)
+
+@patch
+def _ran_cell(self:NotebookManager, name:str, cid:str, res) -> dict:
+    "Store a run's outputs in its cell (found by id) and describe the run"
+    with self.edit(name, strict=False) as it:
         d = dict(id=cid, **run_info(res))
         try: store_run(it.doc, cid, res)
         except NotFoundError: return dict(d, index=None, stored=False)  # deleted while it ran
         return dict(d, index=it.doc.index(cid), stored=True)
+
+@patch
+def _run_cell(self:NotebookManager, notebook_name, cell_index, timeout) -> dict:
+    name, cid, src, kernel = self._cell_to_run(notebook_name, cell_index)
+    return self._ran_cell(name, cid, kernel.run(src, timeout=timeout))
 
 @patch
 def execute_cell(self:NotebookManager, cell_index, timeout:float|None=None, notebook_name:str|None=None) -> dict:
@@ -260,13 +269,45 @@ def insert_execute_code_cell(self:NotebookManager, cell_index:int, cell_source:s
     return self._run_cell(notebook_name, ins['id'], timeout)
 
 @patch
+def _code_kernel(self:NotebookManager, code:str, notebook_name):
+    _check_src(code, 'code')
+    with self.edit(notebook_name, strict=False) as it: return self._kernel(it)
+
+@patch
 def execute_code(self:NotebookManager, code:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
     "Run `code` in the notebook's kernel without adding it to the notebook"
-    _check_src(code, 'code')
-    with self.edit(notebook_name, strict=False) as it: kernel = self._kernel(it)
-    return run_info(kernel.run(code, timeout=timeout))
+    return run_info(self._code_kernel(code, notebook_name).run(code, timeout=timeout))
 
 # %% ../nbs/05_notebook.ipynb #007351bf
+async def _interrupt_on_cancel(kernel, coro):
+    "Await `coro`, shielded: a cancelled caller interrupts `kernel` instead, and `coro` still completes"
+    task = asyncio.ensure_future(coro)
+    try: return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        kernel.interrupt()
+        raise
+
+@patch
+async def aexecute_cell(self:NotebookManager, cell_index, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+    "`execute_cell` for asyncio code"
+    name, cid, src, kernel = self._cell_to_run(notebook_name, cell_index)
+    async def run(): return self._ran_cell(name, cid, await kernel.arun(src, timeout=timeout))
+    return await _interrupt_on_cancel(kernel, run())
+
+@patch
+async def ainsert_execute_code_cell(self:NotebookManager, cell_index:int, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+    "`insert_execute_code_cell` for asyncio code"
+    ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
+    return await self.aexecute_cell(ins['id'], timeout, notebook_name)
+
+@patch
+async def aexecute_code(self:NotebookManager, code:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+    "`execute_code` for asyncio code"
+    kernel = self._code_kernel(code, notebook_name)
+    async def run(): return run_info(await kernel.arun(code, timeout=timeout))
+    return await _interrupt_on_cancel(kernel, run())
+
+# %% ../nbs/05_notebook.ipynb #680bb29c
 @patch
 def run_all(self:NotebookManager, notebook_name:str|None=None, allow_errors:bool=False, timeout:float|None=None, progress=None) -> dict:
     "Run every code cell in order; stops at the first unexpected error unless `allow_errors`"

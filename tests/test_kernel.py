@@ -322,3 +322,66 @@ def test_complete_inspect_and_namespace(kernel):
     assert kernel.inspect('nothing_here') is None and kernel.inspect('1 +') is None
     assert 'tool' in kernel.namespace and 'my_function' in kernel.namespace
     with pytest.raises(BadArgumentError): kernel.complete('abc', cursor_pos=9)
+
+
+def test_arun_alongside_blocking_runs_never_crosses_outputs():
+    "Awaited runs on one kernel while a thread runs cells on another: RUN_LOCK contention falls back, results stay apart"
+    import asyncio
+    ks = [InProcessKernel(), InProcessKernel()]
+    for k in ks: k.run('0')
+    blocking = []
+    t = threading.Thread(target=lambda: blocking.extend(ks[1].run(f'print("b", {i})\n{i}') for i in range(100)))
+    async def main():
+        t.start()
+        return [await ks[0].arun(f'print("a", {i})\n{i}') for i in range(100)]
+    awaited = asyncio.run(main())
+    t.join()
+    for name, rs in (('a', awaited), ('b', blocking)):
+        assert [(text(r), value(r), r.execution_count) for r in rs] == [(f'{name} {i}\n', str(i), i + 2) for i in range(100)]
+    assert not RUN_LOCK.locked() and not any(k.busy for k in ks)
+    for k in ks: k.close()
+
+
+def test_concurrent_aruns_on_one_kernel_run_one_at_a_time(kernel):
+    import asyncio
+    kernel.run('log = []')
+    async def main():
+        code = 'import time\nlog.append(("start", {i})); t = time.time()\nwhile time.time() - t < 0.05: pass\nlog.append(("end", {i}))'
+        return await asyncio.gather(*(kernel.arun(code.format(i=i)) for i in range(4)))
+    rs = asyncio.run(main())
+    assert all(r.ok for r in rs)
+    log = kernel.namespace['log']
+    assert len(log) == 8 and all(log[k][0] == 'start' and log[k + 1] == ('end', log[k][1]) for k in range(0, 8, 2))
+
+
+def test_event_loop_keeps_running_during_arun_and_interrupt_stops_it(kernel):
+    import asyncio
+    kernel.run('0')
+    async def main():
+        ticks = 0
+        async def ticker():
+            nonlocal ticks
+            while True: await asyncio.sleep(0.01); ticks += 1
+        tick = asyncio.ensure_future(ticker())
+        run = asyncio.ensure_future(kernel.arun('while True: pass', timeout=30))
+        await asyncio.sleep(0.5)
+        assert kernel.interrupt()
+        r = await run
+        tick.cancel()
+        return r, ticks
+    r, ticks = asyncio.run(main())
+    assert r.status == 'interrupted' and ticks > 10
+    assert kernel.run('1').ok
+
+
+def test_cancelled_arun_stops_the_cell_and_frees_the_kernel(kernel):
+    import asyncio
+    kernel.run('0')
+    async def main():
+        task = asyncio.ensure_future(kernel.arun('import time\nwhile True: time.sleep(0.001)'))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError): await task
+    asyncio.run(main())
+    assert not kernel.busy and not RUN_LOCK.locked()
+    assert value(kernel.run('21 * 2')) == '42'

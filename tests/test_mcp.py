@@ -343,6 +343,20 @@ def test_cancelled_call_interrupts_the_cell(tmp_path):
     run(main)
 
 
+def test_cancelled_execute_cell_still_stores_what_the_cell_printed(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='print("started")\nwhile True: pass')
+            await ok(s, 'execute_code', code='1')  # kernel started
+            with anyio.move_on_after(1.5): await s.call_tool('execute_cell', dict(cell_index=0, timeout=120))
+            with anyio.fail_after(20):
+                while '\tbusy\t' in await ok(s, 'list_kernels'): await anyio.sleep(0.1)
+            cell = await ok(s, 'read_cell', cell_index=0)
+            assert 'started' in cell and 'interrupted' in cell, cell
+    run(main)
+
+
 # ---------------------------------------------------------------- streamable HTTP
 @pytest.fixture
 def http_server(tmp_path):
