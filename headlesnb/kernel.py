@@ -337,6 +337,7 @@ class InProcessKernel(Kernel):
         "The shell, started if need be"
         self._check_open()
         if self._shell is None:
+            if getattr(_awaiting, 'kernel', None) is not None: _refuse_blocking('starting a kernel')
             with self._lock, RUN_LOCK, _host_state():
                 self._check_open()
                 if self._shell is None: self._shell = self._start()
@@ -359,6 +360,7 @@ class InProcessKernel(Kernel):
 def run(self, code:str, timeout:float|None=None) -> RunResult:
     "Run `code` (outputs captured, text capped); after `timeout` seconds it is interrupted"
     _check_run(code, timeout)
+    if getattr(_awaiting, 'kernel', None) is not None: _refuse_blocking('run()')
     with self._lock, RUN_LOCK, _host_state():
         r, n, started = self._begin(code)
         try: done = r.wait(timeout, self.stop_grace)
@@ -370,6 +372,7 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
     "`run` for asyncio code: a started, idle kernel is awaited on the event loop, without a thread hop"
     _check_run(code, timeout)
     if not self._take(): return await Kernel.arun(self, code, timeout)  # starting, queued or stuck: the blocking way
+    _awaiting.kernel = self
     try:
         with _host_state():
             r, n, started = self._begin(code)
@@ -377,7 +380,15 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
             except asyncio.CancelledError: self._end(r, r.fut.done(), n, started, timeout); raise
             finally: self._current = None
             return self._end(r, done, n, started, timeout)
-    finally: RUN_LOCK.release(); self._lock.release()
+    finally:
+        _awaiting.kernel = None
+        RUN_LOCK.release(); self._lock.release()
+
+_awaiting = threading.local()  # `.kernel`: the kernel whose `arun` holds the locks on this thread's event loop
+
+def _refuse_blocking(what:str):
+    raise KernelError(f"{what} was called on an event loop where an arun() is waiting for its cell: it would wait "
+                      "for that run while blocking it, for ever. Await arun(), or call it from another thread")
 
 def _check_run(code, timeout):
     if not isinstance(code, str): raise BadArgumentError(f"code must be a str, not {type(code).__name__}")
@@ -450,6 +461,7 @@ def interrupt(self) -> bool:
 def _retire(self, closing:bool):
     "Stop what runs, then free the shell (a stuck one is abandoned: its thread ends when its C call returns)"
     _refuse_in_cell('close()' if closing else 'restart()')
+    if getattr(_awaiting, 'kernel', None) is self: _refuse_blocking('close()' if closing else 'restart()')
     if closing: self._closed = True  # runs still queued see it and refuse
     self.interrupt()
     with self._lock:

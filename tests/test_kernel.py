@@ -385,3 +385,19 @@ def test_cancelled_arun_stops_the_cell_and_frees_the_kernel(kernel):
     asyncio.run(main())
     assert not kernel.busy and not RUN_LOCK.locked()
     assert value(kernel.run('21 * 2')) == '42'
+
+
+def test_blocking_calls_on_a_loop_where_arun_waits_raise_instead_of_hanging(kernel):
+    "A blocking run/restart/close on the event loop thread while an arun holds the locks there would wait for ever"
+    import asyncio
+    other = InProcessKernel()
+    kernel.run('0'); other.run('0')
+    async def main():
+        task = asyncio.ensure_future(kernel.arun('import time\nt = time.time()\nwhile time.time() - t < 1: pass'))
+        await asyncio.sleep(0.2)
+        for call in (lambda: other.run('1'), kernel.restart, kernel.close):
+            with pytest.raises(KernelError, match='event loop'): call()
+        return await task
+    assert asyncio.run(main()).ok
+    assert value(other.run('2')) == '2' and not kernel.closed
+    other.close()
