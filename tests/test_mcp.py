@@ -5,7 +5,7 @@ server working, progress notifications during a long cell, and calls answered wh
 Streamable HTTP: the same server on a free port of 127.0.0.1, without a token and with one (401 without it).
 Every server process is stopped by PID at the end of its test, whatever happens.
 """
-import base64, json, os, socket, subprocess, sys, time
+import base64, json, os, re, socket, subprocess, sys, time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -327,6 +327,31 @@ def test_calls_answered_while_a_cell_runs(tmp_path):
             assert t_reads < done['t']
             assert r1.startswith('[0] code') and r2.splitlines()[1].startswith('nb\t') and '\tbusy\t' in r3
             assert not done['res'].is_error
+    run(main)
+
+
+def test_concurrent_runs_on_two_notebooks_get_their_own_outputs(tmp_path):
+    "Many calls in flight at once (awaited runs, runs queued behind another notebook's cell, inserted cells)"
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            for nb in ('a', 'b'):
+                await ok(s, 'use_notebook', notebook_name=nb, mode='create')
+                await ok(s, 'execute_code', code='import time', notebook_name=nb)
+            got = {}
+            async def one(nb, i):
+                code = f'time.sleep(0.01)\nprint("{nb}{i}")\n{i} * 2'
+                if i % 3: got[nb, i] = await ok(s, 'execute_code', code=code, notebook_name=nb)
+                else: got[nb, i] = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source=code, notebook_name=nb)
+            async with anyio.create_task_group() as tg:
+                for i in range(20):
+                    for nb in ('a', 'b'): tg.start_soon(one, nb, i)
+            for (nb, i), out in got.items():
+                assert ': ok' in out.splitlines()[0] and out.splitlines()[1:] == [f'{nb}{i}', str(i * 2)], ((nb, i), out)
+            assert len(got) == 40
+            for nb in ('a', 'b'):
+                cells = await ok(s, 'read_notebook', notebook_name=nb, response_format='detailed')
+                counts = {i: len(re.findall(rf'\b{nb}{i}\b', cells)) for i in range(0, 20, 3)}
+                assert set(counts.values()) == {2}, (counts, cells)  # each in its source and its output
     run(main)
 
 
