@@ -59,6 +59,18 @@ async def err(s, tool, **args) -> str:
 def run(fn, *args): return anyio.run(fn, *args)
 
 
+async def started_notebook(s, cell_source):
+    "Create notebook 'nb' holding one code cell, with its kernel started"
+    await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+    await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source=cell_source)
+    await ok(s, 'execute_code', code='1')
+
+
+async def wait_idle(s):
+    with anyio.fail_after(20):
+        while '\tbusy\t' in await ok(s, 'list_kernels'): await anyio.sleep(0.1)
+
+
 # ---------------------------------------------------------------- stdio
 NOTEBOOK_TOOLS = {'list_files', 'list_kernels', 'use_notebook', 'list_notebooks', 'restart_notebook', 'unuse_notebook',
                   'read_notebook', 'read_cell', 'insert_cell', 'overwrite_cell_source', 'edit_cell_source', 'delete_cell',
@@ -309,9 +321,7 @@ def test_progress_during_long_cell(tmp_path):
 def test_calls_answered_while_a_cell_runs(tmp_path):
     async def main():
         async with stdio_session(tmp_path) as s:
-            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
-            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='print(1)')
-            await ok(s, 'execute_code', code='1')  # kernel started
+            await started_notebook(s, 'print(1)')
             done = {}
             async def long_run():
                 done['res'] = await s.call_tool('execute_code', dict(code='import time; time.sleep(3)'))
@@ -362,8 +372,7 @@ def test_cancelled_call_interrupts_the_cell(tmp_path):
             await ok(s, 'execute_code', code='n = 0')
             with anyio.move_on_after(1.5):  # the client gives up: the SDK sends notifications/cancelled
                 await s.call_tool('execute_code', dict(code='while True: n += 1', timeout=120))
-            with anyio.fail_after(20):
-                while '\tbusy\t' in await ok(s, 'list_kernels'): await anyio.sleep(0.1)
+            await wait_idle(s)
             assert int((await ok(s, 'execute_code', code='n')).splitlines()[1]) > 0
     run(main)
 
@@ -371,12 +380,9 @@ def test_cancelled_call_interrupts_the_cell(tmp_path):
 def test_cancelled_execute_cell_still_stores_what_the_cell_printed(tmp_path):
     async def main():
         async with stdio_session(tmp_path) as s:
-            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
-            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='print("started")\nwhile True: pass')
-            await ok(s, 'execute_code', code='1')  # kernel started
+            await started_notebook(s, 'print("started")\nwhile True: pass')
             with anyio.move_on_after(1.5): await s.call_tool('execute_cell', dict(cell_index=0, timeout=120))
-            with anyio.fail_after(20):
-                while '\tbusy\t' in await ok(s, 'list_kernels'): await anyio.sleep(0.1)
+            await wait_idle(s)
             cell = await ok(s, 'read_cell', cell_index=0)
             assert 'started' in cell and 'interrupted' in cell, cell
     run(main)
