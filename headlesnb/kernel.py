@@ -387,8 +387,8 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
 _awaiting = threading.local()  # `.kernel`: the kernel whose `arun` holds the locks on this thread's event loop
 
 def _refuse_blocking(what:str):
-    raise KernelError(f"{what} was called on an event loop where an arun() is waiting for its cell: it would wait "
-                      "for that run while blocking it, for ever. Await arun(), or call it from another thread")
+    raise KernelError(f"{what} on an event loop where an arun() is waiting for its cell would wait for that run "
+                      "while blocking it, for ever: await arun(), or call it from another thread")
 
 def _check_run(code, timeout):
     if not isinstance(code, str): raise BadArgumentError(f"code must be a str, not {type(code).__name__}")
