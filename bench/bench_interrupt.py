@@ -8,7 +8,7 @@ import statistics, sys, threading, time
 
 from execnb.shell import CaptureShell
 
-from headlesnb.kernel import InProcessKernel
+from headlesnb.inprocess import InProcessKernel
 
 TARGET_MS = 200
 TRIES = int(sys.argv[1]) if len(sys.argv) > 1 else 25

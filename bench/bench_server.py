@@ -1,7 +1,7 @@
 """The dialoghelper-compatible server over HTTP: `read_msg_` round trips against the trivial `/health`, and `add_relative_`
 (the client's `add_msg`) throughput with concurrent clients.
 
-Starts `python -m headlesnb.server` on a free port with a temporary root, talks to it with httpx (form-encoded
+Starts `headlesnb serve` on a free port with a temporary root, talks to it with httpx (form-encoded
 POSTs, as dialoghelper sends them; one persistent connection per client), prints requests/s and p50/p99 latency,
 and the ratio of `read_msg_` p50 to `/health` p50 (target: at most 3x). Stops the server by PID at the end.
 
@@ -61,7 +61,7 @@ def main(n=300):
     url = f'http://127.0.0.1:{port}'
     with tempfile.TemporaryDirectory() as root:
         env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
-        srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.server', '--root', root, '--port', str(port)],
+        srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', root, '--port', str(port)],
                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with httpx.Client(base_url=url, timeout=30) as h:

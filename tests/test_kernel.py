@@ -7,7 +7,8 @@ import psutil
 import pytest
 
 from headlesnb.errors import BadArgumentError, KernelError
-from headlesnb.kernel import RUN_LOCK, FifoLock, InProcessKernel, RunResult
+from headlesnb.kernel import RunResult
+from headlesnb.inprocess import RUN_LOCK, FifoLock, InProcessKernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -160,7 +161,7 @@ def test_tracers_still_work_after_runs_and_interrupts(interrupted):
     import subprocess
     script = f"""
 import sys
-from headlesnb.kernel import InProcessKernel
+from headlesnb.inprocess import InProcessKernel
 k = InProcessKernel()
 k.run('x = 1')
 if {interrupted}: assert k.run('while True: pass', timeout=0.3).status == 'timeout'

@@ -1,4 +1,4 @@
-"""The dialoghelper-compatible server end to end: `python -m headlesnb.server` as a real subprocess.
+"""The dialoghelper-compatible server end to end: `headlesnb serve` as a real subprocess.
 
 - The real client: dialoghelper 0.2.41 from PyPI, in its own cached Python 3.12 venv (tests/dh_venv.py; built once,
   ~90 s), runs tests/dh_client_script.py, which calls every client function that reaches the server and checks
@@ -31,7 +31,7 @@ CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic'
 
 # ---------------------------------------------------------------- helpers
 class Server:
-    "A running `python -m headlesnb.server` and an HTTP client for it"
+    "A running `headlesnb serve` and an HTTP client for it"
     def __init__(self, root: Path, port: int, proc: subprocess.Popen, log: Path):
         self.root, self.port, self.proc, self.log = root, port, proc, log
         self.url = f'http://127.0.0.1:{port}'
@@ -50,11 +50,11 @@ class Server:
 
 @contextmanager
 def running_server(root: Path):
-    "`python -m headlesnb.server --root root` on a free port (this repo's code), stopped by PID at the end"
+    "`headlesnb serve --root root` on a free port (this repo's code), stopped by PID at the end"
     port, log = free_port(), root.parent / f'{root.name}-server.log'
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
     with open(log, 'w') as out:
-        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.server', '--root', str(root), '--port', str(port)],
+        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(root), '--port', str(port)],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     srv = Server(root, port, proc, log)
     try:
