@@ -4,22 +4,22 @@
 
 # %% auto #0
 __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg', 'msg2cell', 'msg_dict', 'apply_fields',
-           'DialogManager', 'tool_block', 'reply_markdown']
+           'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
-import json, re, threading, time
+import json, re, shutil, subprocess, threading, time
 from copy import deepcopy
-from datetime import datetime, timezone
 from fastcore.basics import patch
 from aidialog.dialog import Message, render_outputs_ai
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
 from .errors import *
-from .document import NbDoc, new_id, MISSING
+from .utils import id_list, check_int, text_diff, utc_now
+from .paths import check_name
+from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .base import BaseManager
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
-from .notebook import _diff, run_info, store_run
 
 # %% ../nbs/13_dialog.ipynb #4ccf4cdf
 MSG_TYPES = ('code', 'note', 'prompt', 'raw')
@@ -83,6 +83,8 @@ def _output(msg_type, v):
     if v: raise BadArgumentError(f"a {msg_type} message has no output")
     return ''
 
+_EXPORT_LINE = re.compile(r'^#\|\s*exports?\b[^\n]*(\n|$)', re.M)
+
 def apply_fields(m:DlgMessage, fields:dict) -> DlgMessage:
     "A copy of `m` with `fields` set, validated (BadArgumentError on any problem)"
     bad = [k for k in fields if k not in FIELDS]
@@ -107,7 +109,9 @@ def apply_fields(m:DlgMessage, fields:dict) -> DlgMessage:
     if 'time_run' in fields: m.time_run = str(fields['time_run'] or '')
     for f in FLAGS:
         if f not in fields: continue
-        if f == 'exported': m.meta_exported = bool(_flag(f, fields[f]))
+        if f == 'exported':
+            m.meta_exported = on = bool(_flag(f, fields[f]))
+            if not on and 'content' not in fields: m.content = _EXPORT_LINE.sub('', m.content)  # an `#| export` line exports too
         else: setattr(m, f, _flag(f, fields[f]))
     try: m.validate()
     except ValueError as e: raise BadArgumentError(str(e)) from None
@@ -149,15 +153,13 @@ class DialogManager(BaseManager):
         return self._info(self._open(dialog_name, dialog_path, mode))
 
     def _prepare(self, it):
-        it.state.update(current=None, queue=[], running=None, worker=None)
+        it.state['current'] = None
         if conv_old_prompts(it.doc.nb):  # old prompt/reply markdown cells: write the new form
             it.doc.touch()  # the cells were changed in place: same dicts, same ids
 
     def unuse_dialog(self, dialog_name:str|None=None) -> dict:
         "Save and close a dialog, freeing its kernel (queued runs are dropped)"
-        it = self.item(dialog_name)
-        it.state['queue'] = []
-        it = self._close(it.name)
+        it = self._close(dialog_name)
         return dict(name=it.name, path=self.rel(it.path), closed=True)
 
     def set_active_dialog(self, dialog_name:str) -> dict: return self._info(self._activate(dialog_name))
@@ -220,35 +222,50 @@ def _section(ms, head:str) -> list:
     return res
 
 @patch
+def _changed_ids(self:DialogManager, it) -> set:
+    "Ids of messages that differ from the dialog's version in git HEAD"
+    try: r = subprocess.run(['git', 'show', f'HEAD:./{it.path.name}'], cwd=it.path.parent, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e: raise BadArgumentError(f"only_chg needs git: {e}") from None
+    if r.returncode: head = {}  # not committed yet (or not in a repository): every message counts as changed
+    else:
+        try: head = {c['id']: cell2msg(c).content for c in parse_nb(r.stdout)['cells']}
+        except HeadlesnbError: head = {}
+    return {c['id'] for c in it.doc.cells if head.get(c['id']) != cell2msg(c).content}
+
+@patch
 def find_messages(self:DialogManager, re_pattern:str='', msg_type:str|None=None, ids=None, include_output:bool=True,
-                  include_skipped:bool=False, before:int=0, after:int=0, limit:int|None=None, use_case:bool=False,
-                  use_regex:bool=True, only_err:bool=False, only_exp:bool=False, headers_only:bool=False,
+                  include_skipped:bool=False, before:int=0, after:int=0, context:int=0, limit:int|None=None, use_case:bool=False,
+                  use_regex:bool=True, only_err:bool=False, only_exp:bool=False, only_chg:bool=False, headers_only:bool=False,
                   header_section:str|None=None, dialog_name:str|None=None) -> list:
-    "Messages matching every filter given, in dialog order"
+    "Messages matching every filter given, in dialog order (with `context` messages around each pattern match)"
     if msg_type is not None and msg_type not in MSG_TYPES: raise BadArgumentError(f"msg_type must be one of {', '.join(MSG_TYPES)}, not {msg_type!r}")
     if headers_only and header_section: raise BadArgumentError("headers_only and header_section cannot be used together")
-    for k, v in dict(before=before, after=after).items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0: raise BadArgumentError(f"{k} must be a non-negative int")
-    if isinstance(ids, str): ids = [i.strip() for i in ids.split(',') if i.strip()]
+    before, after = max(check_int(before, 'before', 0), check_int(context, 'context', 0)), max(check_int(after, 'after', 0), context)
+    if limit is not None: check_int(limit, 'limit', 0)
+    if ids is not None: ids = set(id_list(ids))
     flags = re.DOTALL | re.MULTILINE | (0 if use_case else re.IGNORECASE)
     try: pat = re.compile(re_pattern if use_regex else re.escape(re_pattern), flags) if re_pattern else None
     except re.error as e: raise BadArgumentError(f"bad regex {re_pattern!r}: {e}") from None
-    ms = self.messages(dialog_name)
+    with self.edit(dialog_name, strict=False) as it:
+        ms = [self._msg(it, c) for c in it.doc.cells]
+        chg = self._changed_ids(it) if only_chg else None
     if not include_skipped: ms = [m for m in ms if not m['skipped']]
     if header_section: ms = _section(ms, header_section)
     def hit(m):
         if msg_type and m['msg_type'] != msg_type: return False
         if ids is not None and m['id'] not in ids: return False
+        if chg is not None and m['id'] not in chg: return False
         if only_err and not any(o.get('output_type') == 'error' for o in (m['output'] or []) if isinstance(o, dict)): return False
         if only_exp and not m['exported']: return False
         if headers_only and not _header(m): return False
         return not pat or bool(pat.search(m['content']) or (include_output and pat.search(m['ai_output'] or '')))
     hits = [i for i, m in enumerate(ms) if hit(m)]
+    if limit: hits = hits[:limit]
     keep = sorted({j for i in hits for j in range(max(0, i - before), min(len(ms), i + after + 1))}) if pat and (before or after) else hits
     res = [ms[i] for i in keep]
     if headers_only: res = [dict(m, content=m['content'].split('\n', 1)[0]) for m in res]
     if not include_output: res = [dict(m, output='', ai_output='') for m in res]
-    return res[:limit] if limit else res
+    return res
 
 # %% ../nbs/13_dialog.ipynb #c5f5ff09
 PLACEMENTS = ('add_after', 'add_before', 'at_start', 'at_end')
@@ -266,37 +283,54 @@ def _insert_pos(self:DialogManager, it, placement, msg_id) -> int:
 
 @patch
 def add_message(self:DialogManager, content:str='', msg_type:str='note', placement:str='at_end', msg_id:str|None=None,
-                dialog_name:str|None=None, **fields) -> dict:
-    "Add a message `placement` (`add_after`/`add_before` `msg_id` or the current message, `at_start`, `at_end`); it becomes current"
+                dialog_name:str|None=None, run:bool=False, **fields) -> dict:
+    """Add a message `placement` (`add_after`/`add_before` `msg_id` or the current message, `at_start`, `at_end`); it becomes
+    current. `run` queues a code message or prompt to run in the background"""
     if msg_type not in MSG_TYPES: raise BadArgumentError(f"msg_type must be one of {', '.join(MSG_TYPES)}, not {msg_type!r}")
+    if run and msg_type not in ('code', 'prompt'): raise BadArgumentError(f"a {msg_type} message cannot run: only code and prompts do")
     with self.edit(dialog_name) as it:
         pos = self._insert_pos(it, placement, msg_id)
         m = apply_fields(DlgMessage('', msg_type=msg_type, output=[] if msg_type in ('code', 'prompt') else '', id=new_id(it.doc._by_id)),
                          dict(content=content, **fields))
         it.history.apply(it.doc, InsertCells(pos, [msg2cell(m)], f'add {msg_type} message'))
         it.state['current'] = m.id
+        if run: self._queue(it.name, [m.id])
         return dict(id=m.id, index=pos)
 
 @patch
+def _update_cmd(self:DialogManager, it, msg_id:str, fields:dict) -> tuple:
+    "(the `SetFields` command, or None when nothing changes; the old message; the new one) for setting `fields` of `msg_id`"
+    cell = it.doc.cell(msg_id)
+    old = cell2msg(cell)
+    new_msg = apply_fields(old, fields)
+    new = msg2cell(new_msg)
+    changes = {k: v for k, v in new.items() if cell.get(k, MISSING) != v}
+    changes.update({k: MISSING for k in cell if k not in new})
+    return (SetFields(msg_id, changes, f'update message {msg_id}') if changes else None), old, new_msg
+
+@patch
+def _update_many(self:DialogManager, it, updates:dict, label:str) -> list:
+    "Set fields of several messages ({msg_id: fields}) as one undo step; the ids that changed"
+    cmds = [c for mid, f in updates.items() if (c := self._update_cmd(it, mid, f)[0])]
+    if cmds: it.history.apply(it.doc, Compound(cmds, label))
+    return [c.cell_id for c in cmds]
+
+@patch
 def update_message(self:DialogManager, msg_id:str, dialog_name:str|None=None, **fields) -> dict:
-    "Change any message fields in one undo step (`meta` replaces, `mergemeta` deep-merges; None deletes a key)"
+    """Change any message fields in one undo step (`meta` replaces, `mergemeta` deep-merges; None deletes a key;
+    `exported=False` also removes an `#| export` line)"""
     with self.edit(dialog_name) as it:
-        cell = it.doc.cell(msg_id)
-        old = cell2msg(cell)
-        new_msg = apply_fields(old, fields)
-        new = msg2cell(new_msg)
-        changes = {k: v for k, v in new.items() if cell.get(k, MISSING) != v}
-        changes.update({k: MISSING for k in cell if k not in new})
-        if changes: it.history.apply(it.doc, SetFields(msg_id, changes, f'update message {msg_id}'))
+        cmd, old, new_msg = self._update_cmd(it, msg_id, fields)
+        if cmd: it.history.apply(it.doc, cmd)
         before, after = msg_dict(old), msg_dict(new_msg)
         changed = sorted({f for f in ('meta' if k == 'mergemeta' else k for k in fields) if before.get(f) != after.get(f)})
-        return dict(id=msg_id, changed=changed, diff=_diff(old.content, new_msg.content, msg_id))
+        if 'content' in after and before['content'] != after['content']: changed = sorted(set(changed) | {'content'})
+        return dict(id=msg_id, changed=changed, diff=text_diff(old.content, new_msg.content, msg_id))
 
 @patch
 def delete_messages(self:DialogManager, ids, dialog_name:str|None=None) -> dict:
     "Delete messages by id, as one undo step"
-    ids = [i.strip() for i in ids.split(',')] if isinstance(ids, str) else list(ids)
-    if not ids: raise BadArgumentError("no message ids given")
+    ids = id_list(ids, 'message ids')
     with self.edit(dialog_name) as it:
         it.history.apply(it.doc, DeleteCells(ids, f'delete {len(ids)} message(s)'))
         if it.state['current'] in ids: it.state['current'] = None
@@ -305,7 +339,7 @@ def delete_messages(self:DialogManager, ids, dialog_name:str|None=None) -> dict:
 @patch
 def move_messages(self:DialogManager, ids, msg_id:str, after:bool=True, dialog_name:str|None=None) -> dict:
     "Move messages (kept in their order) to just after (or before) `msg_id`"
-    ids = [i.strip() for i in ids.split(',')] if isinstance(ids, str) else list(ids)
+    ids = id_list(ids, 'message ids')
     with self.edit(dialog_name) as it:
         for i in ids + [msg_id]: it.doc.cell(i)
         if msg_id in ids: raise BadArgumentError("cannot move messages next to one of themselves")
@@ -317,7 +351,7 @@ def move_messages(self:DialogManager, ids, msg_id:str, after:bool=True, dialog_n
 @patch
 def copy_messages(self:DialogManager, ids, cut:bool=False, dialog_name:str|None=None) -> dict:
     "Put copies of messages on the clipboard; `cut` also deletes them (undoable)"
-    ids = [i.strip() for i in ids.split(',')] if isinstance(ids, str) else list(ids)
+    ids = id_list(ids, 'message ids')
     with self.edit(dialog_name) as it:
         self.clipboard = [deepcopy(it.doc.cell(i)) for i in ids]
         if cut: self.delete_messages(ids, it.name)
@@ -336,90 +370,223 @@ def paste_messages(self:DialogManager, msg_id:str|None=None, after:bool=True, di
         it.state['current'] = cells[-1]['id']
         return dict(ids=[c['id'] for c in cells], index=pos)
 
-# %% ../nbs/13_dialog.ipynb #e836e4e8
-def _now(): return datetime.now(timezone.utc).isoformat()
+# %% ../nbs/13_dialog.ipynb #5bc2a0d0
+_HEADER = re.compile(r' {0,3}#{1,6}\s')
 
+def comment_lines(lines:list) -> list:
+    "Lines commented with `# ` at their common indent (blank lines kept)"
+    ind = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
+    return [l[:ind] + '# ' + l[ind:] if l.strip() else l for l in lines]
+
+def uncomment_lines(lines:list) -> list:
+    return [m.group(1) + l[m.end():] if (m := re.match(r'(\s*)# ?', l)) else l for l in lines]
+
+@patch
+def toggle_export(self:DialogManager, ids, on:bool|None=None, dialog_name:str|None=None) -> dict:
+    "Mark messages for export (`on`), or not; by default all follow the first one's new state. One undo step"
+    ids = id_list(ids, 'message ids')
+    with self.edit(dialog_name) as it:
+        if on is None: on = not _exported(cell2msg(it.doc.cell(ids[0])))
+        self._update_many(it, {i: {'exported': on} for i in ids}, f"{'export' if on else 'unexport'} {len(ids)} message(s)")
+        return dict(ids=ids, exported=bool(on))
+
+@patch
+def toggle_comment(self:DialogManager, ids, dialog_name:str|None=None) -> dict:
+    "Comment every line of code messages `ids` if any is uncommented, else uncomment them all. One undo step"
+    ids = id_list(ids, 'message ids')
+    with self.edit(dialog_name) as it:
+        ms = [cell2msg(it.doc.cell(i)) for i in ids]
+        bad = [m.id for m in ms if m.msg_type != 'code']
+        if bad: raise BadArgumentError(f"only code messages can be commented: {', '.join(bad)} are not code")
+        lines = [m.content.split('\n') for m in ms]
+        on = any(l.strip() and not l.lstrip().startswith('#') for ls in lines for l in ls)
+        ups = {m.id: {'content': '\n'.join(comment_lines(ls) if on else uncomment_lines(ls))} for m, ls in zip(ms, lines)}
+        self._update_many(it, ups, f"{'comment' if on else 'uncomment'} {len(ids)} message(s)")
+        return dict(ids=ids, commented=on)
+
+@patch
+def toggle_heading_collapse(self:DialogManager, msg_id:str, dialog_name:str|None=None) -> dict:
+    "Collapse (or expand) the section under header note `msg_id`"
+    with self.edit(dialog_name) as it:
+        m = cell2msg(it.doc.cell(msg_id))
+        if m.msg_type != 'note' or not _HEADER.match(m.content): raise BadArgumentError(f"message {msg_id} is not a header note")
+        new = 0 if m.heading_collapsed else 1
+        self._update_many(it, {msg_id: {'heading_collapsed': new}}, f"{'collapse' if new else 'expand'} section {msg_id}")
+        return dict(id=msg_id, heading_collapsed=new)
+
+@patch
+def toggle_bookmark(self:DialogManager, msg_id:str, n:int, dialog_name:str|None=None) -> dict:
+    "Put bookmark `n` (1-9) on message `msg_id`, taking it off any other message; on a message that has it, take it off"
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 9: raise BadArgumentError(f"bookmark number must be 1-9, not {n!r}")
+    with self.edit(dialog_name) as it:
+        on = cell2msg(it.doc.cell(msg_id)).bookmark != n
+        ups = {c['id']: {'bookmark': 0} for c in it.doc.cells if on and c['id'] != msg_id and cell2msg(c).bookmark == n}
+        ups[msg_id] = {'bookmark': n if on else 0}
+        self._update_many(it, ups, f"{'set' if on else 'clear'} bookmark {n}")
+        return dict(id=msg_id, bookmark=n if on else 0)
+
+# %% ../nbs/13_dialog.ipynb #e836e4e8
 @patch
 def _kernel_started(self:DialogManager, it):
     it.kernel.namespace['__dialog_name'] = it.name
 
 @patch
+def _current(self:DialogManager, it, msg_id) -> str:
+    "`msg_id`, or the dialog's current message"
+    mid = msg_id or it.state['current']
+    if mid is None: raise BadArgumentError("no msg_id given and the dialog has no current message")
+    it.doc.cell(mid)
+    return mid
+
+@patch
+def _runnable(self:DialogManager, it, cid:str) -> str:
+    m = cell2msg(it.doc.cell(cid))
+    if m.msg_type != 'code': raise BadArgumentError(f"message {cid} is a {m.msg_type} message: only code runs in the kernel")
+    return m.content
+
+@patch
+def _queueable(self:DialogManager, it, cid:str):
+    t = cell2msg(it.doc.cell(cid)).msg_type
+    if t not in ('code', 'prompt'): raise BadArgumentError(f"message {cid} is a {t} message: only code and prompts run")
+
+@patch
+def _run_started(self:DialogManager, it, cid:str): it.state['current'] = cid
+@patch
+def _run_meta(self:DialogManager, res) -> dict: return dict(time_run=res.ended)
+@patch
+def _run_answer(self:DialogManager, it, cid:str, res) -> dict: return {**self._msg(it, it.doc.cell(cid)), 'status': res.status, 'stored': True}
+@patch
+def _run_queued(self:DialogManager, name, cid:str): self.run_message(cid, dialog_name=name)
+
+@patch
 def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=None, dialog_name:str|None=None, **prompt_kw) -> dict:
     "Run a code message (or answer a prompt) now; it becomes the current message"
     with self.edit(dialog_name) as it:
-        mid = msg_id or it.state['current']
-        if mid is None: raise BadArgumentError("no msg_id given and the dialog has no current message")
-        m = cell2msg(it.doc.cell(mid))
-        if m.msg_type == 'prompt': return self.execute_prompt(mid, dialog_name=it.name, **prompt_kw)
-        if m.msg_type != 'code': raise BadArgumentError(f"message {mid} is a {m.msg_type} message: only code and prompts run")
-        kernel = self._kernel(it)
-        it.state['current'] = mid
-    res = kernel.run(m.content, timeout=timeout)
-    with self.edit(it.name, strict=False) as it:
-        try: store_run(it.doc, mid, res, time_run=res.ended)
-        except NotFoundError: return dict(id=mid, status=res.status, stored=False)  # deleted while it ran
-        return {**self._msg(it, it.doc.cell(mid)), 'status': res.status, 'stored': True}
+        mid = self._current(it, msg_id)
+        prompt = cell2msg(it.doc.cell(mid)).msg_type == 'prompt'
+    if prompt: return self.execute_prompt(mid, dialog_name=it.name, **prompt_kw)
+    return self._run_cell(it.name, mid, timeout)
+
+@patch
+async def arun_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=None, dialog_name:str|None=None) -> dict:
+    "`run_message` of a code message for asyncio code (cancelling it interrupts the cell)"
+    with self.edit(dialog_name) as it: mid = self._current(it, msg_id)
+    return await self._arun_cell(it.name, mid, timeout)
 
 @patch
 def execute_code(self:DialogManager, code:str, timeout:float|None=None, dialog_name:str|None=None) -> dict:
     "Run `code` in the dialog's kernel without adding a message"
-    if not isinstance(code, str): raise BadArgumentError("code must be a string")
-    with self.edit(dialog_name, strict=False) as it: kernel = self._kernel(it)
-    return run_info(kernel.run(code, timeout=timeout))
+    return self._run_code(dialog_name, code, timeout)
 
 @patch
 def queue_run(self:DialogManager, ids, dialog_name:str|None=None) -> dict:
     "Queue messages to run in the background, in order; each reads `run=True` until done"
-    ids = [i.strip() for i in ids.split(',') if i.strip()] if isinstance(ids, str) else list(ids)
-    with self.edit(dialog_name) as it:
-        for i in ids:
-            if cell2msg(it.doc.cell(i)).msg_type not in ('code', 'prompt'): raise BadArgumentError(f"message {i} is not code or a prompt: it cannot run")
-        it.state['queue'].extend(ids)
-        w = it.state['worker']
-        if w is None or not w.is_alive():
-            it.state['worker'] = w = threading.Thread(target=self._drain, args=(it,), name=f'headlesnb-runq-{it.name}', daemon=True)
-            w.start()
-        return dict(queued=ids)
-
-@patch
-def _drain(self:DialogManager, it):
-    while True:
-        with it.doc.lock:
-            if not it.state['queue'] or self._items.get(it.name) is not it:
-                it.state['worker'] = None
-                return
-            mid = it.state['running'] = it.state['queue'].pop(0)
-        try: self.run_message(mid, dialog_name=it.name)
-        except Exception as e:  # an LLM error, say: note it on the message (not an undoable edit) and go on
-            with it.doc.lock:
-                if mid in it.doc._by_id:
-                    c = it.doc.cell(mid)
-                    it.doc.set_fields(mid, {'metadata': {**c['metadata'], 'run_error': f'{type(e).__name__}: {e}'}})
-        finally: it.state['running'] = None
+    return self._queue(dialog_name, id_list(ids, 'message ids'))
 
 @patch
 def wait_idle(self:DialogManager, dialog_name:str|None=None, timeout:float=30) -> bool:
     "Wait until the dialog's run queue is empty and nothing runs; False on timeout"
-    it, end = self.item(dialog_name), time.monotonic() + timeout
-    while it.state['queue'] or it.state['running']:
-        if time.monotonic() > end: return False
-        time.sleep(0.01)
-    return True
+    return self._wait_idle(dialog_name, timeout)
 
 @patch
 def interrupt(self:DialogManager, dialog_name:str|None=None, clear_queue:bool=True) -> dict:
     "Stop the running message (and drop the queue)"
-    it = self.item(dialog_name)
-    if clear_queue: it.state['queue'] = []
-    return dict(interrupted=bool(it.kernel and it.kernel.interrupt()))
+    return self._interrupt(dialog_name, clear_queue)
 
 @patch
 def restart_kernel(self:DialogManager, dialog_name:str|None=None) -> dict:
-    "Restart the dialog's kernel"
-    it = self.item(dialog_name)
-    it.state['queue'] = []
-    if it.kernel is not None: it.kernel.restart(); self._kernel_started(it)
-    return dict(name=it.name, restarted=it.kernel is not None)
+    "Restart the dialog's kernel (what runs is stopped, the run queue dropped)"
+    return self._restart(dialog_name)
+
+# %% ../nbs/13_dialog.ipynb #6222f5ce
+@patch
+def dialog_files(self:DialogManager, subpath:str='', depth:int=1) -> list:
+    "Dialogs (`name`) and folders (`name/`) under `subpath`, `depth` levels down; hidden ones and symlinks out of the root skipped"
+    check_int(depth, 'depth', 1)
+    sub = (subpath or '').strip().strip('/')
+    base = self.resolve(sub, 'subpath') if sub else self.root
+    if not base.is_dir(): raise NotFoundError(f"no folder {sub!r} under the root")
+    items = []
+    def walk(d, pre, lvl):
+        try: entries = sorted(d.iterdir(), key=lambda p: p.name.lower())
+        except OSError: return
+        for p in entries:
+            if p.name.startswith('.') or p.name == '__pycache__' or len(items) >= 10_000: continue
+            try: real = p.resolve()
+            except OSError: continue
+            if not real.is_relative_to(self.root): continue
+            if real.is_dir():
+                items.append(f'{pre}{p.name}/')
+                if lvl < depth: walk(p, f'{pre}{p.name}/', lvl + 1)
+            elif p.suffix == '.ipynb': items.append(pre + p.stem)
+    walk(base, '', 1)
+    return items
+
+@patch
+def _templates(self:DialogManager, path) -> list:
+    "Messages of the TEMPLATE.ipynb files from the root down to the folder of the dialog at `path`"
+    res = []
+    for d in reversed([d for d in [path.parent, *path.parent.parents] if d.is_relative_to(self.root)]):
+        t = d / 'TEMPLATE.ipynb'
+        if t.is_file() and t != path:
+            try: res += [cell2msg(c) for c in parse_nb(t.read_bytes(), t)['cells']]
+            except (HeadlesnbError, OSError): pass  # a broken template is skipped, not a reason to refuse the dialog
+    return res
+
+@patch
+def create_dialog(self:DialogManager, dialog_name:str, template:bool=True) -> dict:
+    "Create dialog `dialog_name` (starting with its folders' TEMPLATE.ipynb messages when `template`), or open it if it exists"
+    check_name(dialog_name, 'dialog name')
+    path = self.resolve(f'{dialog_name}.ipynb', 'dialog path')
+    if path.exists(): return self.use_dialog(dialog_name)
+    res = self.use_dialog(dialog_name, mode='create')
+    ms = self._templates(path) if template else []
+    if ms:
+        with self.edit(dialog_name) as it:
+            cells = [msg2cell(apply_fields(DlgMessage('', msg_type=m.msg_type, output=[] if m.msg_type in ('code', 'prompt') else '', id=new_id(it.doc._by_id)),
+                                           dict(content=m.content, **{k: getattr(m, k) for k in ('skipped', 'pinned') if getattr(m, k)})))
+                     for m in ms]
+            for i, c in enumerate(cells): c['id'] = new_id(set(it.doc._by_id) | {x['id'] for x in cells[:i]})
+            it.history.apply(it.doc, InsertCells(0, cells, f'add {len(cells)} template message(s)'))
+    return dict(res, messages=len(ms))
+
+@patch
+def dialog_messages(self:DialogManager, dialog_name:str) -> list:
+    "The messages of dialog `dialog_name`: from memory if it is open (unsaved edits included), else from its file"
+    try: return self.messages(dialog_name)
+    except NotFoundError: pass
+    check_name(dialog_name, 'dialog name')
+    path = self.resolve(f'{dialog_name}.ipynb', 'dialog path')
+    if not path.is_file(): raise NotFoundError(f"no dialog {dialog_name!r}")
+    return [msg_dict(cell2msg(c)) for c in parse_nb(path.read_bytes(), path)['cells']]
+
+@patch
+def run_dialog_code(self:DialogManager, src_dialog:str, dialog_name:str|None=None, timeout:float|None=None) -> dict:
+    "Run the code messages (not skipped) of dialog `src_dialog` in this dialog's kernel, in order; the errors, one line each"
+    codes = [(m['id'], m['content']) for m in self.dialog_messages(src_dialog) if m['msg_type'] == 'code' and not m['skipped']]
+    errors = []
+    for mid, code in codes:
+        r = self.execute_code(code, timeout, dialog_name)
+        if r['status'] != 'ok':
+            e = r.get('error') or {}
+            errors.append(f"{mid}: {e.get('ename') or r['status']}: {e.get('evalue') or ''}")
+    return dict(ran=len(codes), errors=errors)
+
+@patch
+def remove_dialog(self:DialogManager, dialog_name:str) -> dict:
+    "Delete dialog `dialog_name` (its .ipynb and workspace state), or a folder of dialogs, closing whatever is open in it"
+    check_name(dialog_name, 'dialog name')
+    file, folder = self.resolve(f'{dialog_name}.ipynb', 'dialog path'), self.resolve(dialog_name, 'dialog path')
+    if file.is_file(): target = file
+    elif folder.is_dir() and folder != self.root: target = folder
+    else: raise NotFoundError(f"no dialog or folder {dialog_name!r}")
+    for it in list(self._items.values()):
+        if it.path == target or (target.is_dir() and it.path.is_relative_to(target)): self.unuse_dialog(it.name)
+    if target.is_dir(): shutil.rmtree(target)
+    else:
+        target.unlink()
+        target.with_suffix('.workspace.json').unlink(missing_ok=True)
+    return dict(deleted=self.rel(target))
 
 # %% ../nbs/13_dialog.ipynb #a7f18be8
 _TOOL_REF = re.compile(r'&`(\w+)`')
@@ -505,7 +672,7 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
     with self.edit(it.name, strict=False) as it:
         try: cell = it.doc.cell(mid)
         except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
-        new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta={'usage': usage}, time_run=_now())))
+        new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta={'usage': usage}, time_run=utc_now())))
         it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
     return dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
                 tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],

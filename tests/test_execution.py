@@ -54,7 +54,7 @@ def test_interrupt_from_another_thread(nm):
         if nm.list_kernels()[0]['status'] == 'busy': break
         time.sleep(0.01)
     time.sleep(0.2)
-    assert nm.interrupt('i') == {'interrupted': True}
+    assert nm.interrupt('i') == {'interrupted': True, 'dropped': 0}
     th.join(5)
     assert res['status'] == 'interrupted'
     assert nm.execute_code('1+1')['status'] == 'ok'
