@@ -14,7 +14,7 @@ from aidialog.dialog import Message, render_outputs_ai
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
 from .errors import *
-from .utils import id_list, check_int, text_diff, utc_now
+from .utils import id_list, check_int, text_diff, utc_now, SafePattern
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
@@ -243,9 +243,7 @@ def find_messages(self:DialogManager, re_pattern:str='', msg_type:str|None=None,
     before, after = max(check_int(before, 'before', 0), check_int(context, 'context', 0)), max(check_int(after, 'after', 0), context)
     if limit is not None: check_int(limit, 'limit', 0)
     if ids is not None: ids = set(id_list(ids))
-    flags = re.DOTALL | re.MULTILINE | (0 if use_case else re.IGNORECASE)
-    try: pat = re.compile(re_pattern if use_regex else re.escape(re_pattern), flags) if re_pattern else None
-    except re.error as e: raise BadArgumentError(f"bad regex {re_pattern!r}: {e}") from None
+    pat = SafePattern(re_pattern, use_regex, ignore_case=not use_case) if re_pattern else None
     with self.edit(dialog_name, strict=False) as it:
         ms = [self._msg(it, c) for c in it.doc.cells]
         chg = self._changed_ids(it) if only_chg else None
