@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .errors import *
 from .document import mk_cell, CELL_TYPES
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .utils import text_diff, check_int
+from .utils import text_diff, check_int, content_hash, check_hash
 from .base import BaseManager, store_run, run_info
 
 # %% ../nbs/10_notebook.ipynb #83dec1a7
@@ -33,7 +33,7 @@ def _preview(src, n=80):
 def cell_info(doc, i:int, detailed:bool=True, include_outputs:bool=True) -> dict:
     "A cell as a plain dict for callers"
     c = doc.cells[i]
-    d = dict(index=i, id=c['id'], cell_type=c['cell_type'])
+    d = dict(index=i, id=c['id'], cell_type=c['cell_type'], hash=content_hash(c['source']))
     if detailed: d['source'] = c['source']
     else: d.update(preview=_preview(c['source']), lines=c['source'].count('\n') + 1 if c['source'] else 0)
     if c['cell_type'] == 'code':
@@ -121,6 +121,21 @@ def _check_src(s, what='cell_source'):
     if not isinstance(s, str): raise BadArgumentError(f"{what} must be a string, not {type(s).__name__}")
     return s
 
+def _guard(doc, i:int, expected_hash):
+    "ConflictError (showing the current source) unless cell `i`'s source still has `expected_hash` (None: no check)"
+    c = doc.cells[i]
+    check_hash(expected_hash, c['source'], f"cell {i} (id {c['id']})")
+
+def _hash_list(expected_hash, n:int) -> list:
+    "`expected_hash` for `n` cells: None, one hash (for one cell), or a list of n hashes (None where unchecked)"
+    if expected_hash is None: return [None] * n
+    if isinstance(expected_hash, str):
+        if n != 1: raise BadArgumentError(f"one expected_hash was given for {n} cells: give a list of {n} hashes, in the order of the cells")
+        return [expected_hash]
+    if not isinstance(expected_hash, (list, tuple)) or len(expected_hash) != n:
+        raise BadArgumentError(f"expected_hash must be one hash or a list of {n} hashes (one per cell given), not {expected_hash!r}")
+    return list(expected_hash)
+
 @patch
 def insert_cell(self:NotebookManager, cell_index:int, cell_type:str, cell_source:str='', notebook_name:str|None=None) -> dict:
     "Insert a new cell before `cell_index` (-1 appends)"
@@ -131,49 +146,56 @@ def insert_cell(self:NotebookManager, cell_index:int, cell_type:str, cell_source
         if cell_index == -1: cell_index = n
         if not 0 <= cell_index <= n: raise BadArgumentError(f"cell_index {cell_index} out of range: insert at 0..{n}, or -1 to append")
         it.history.apply(it.doc, InsertCells(cell_index, [c], f'insert {cell_type} cell'))
-        return dict(index=cell_index, id=c['id'], cell_type=cell_type, total=n + 1)
+        return dict(index=cell_index, id=c['id'], cell_type=cell_type, hash=content_hash(c['source']), total=n + 1)
 
 @patch
-def overwrite_cell_source(self:NotebookManager, cell_index, cell_source:str, notebook_name:str|None=None) -> dict:
-    "Replace a cell's whole source; returns a unified diff"
+def overwrite_cell_source(self:NotebookManager, cell_index, cell_source:str, notebook_name:str|None=None, expected_hash:str|None=None) -> dict:
+    "Replace a cell's whole source (refused if it no longer has `expected_hash`); returns a unified diff and the new hash"
     _check_src(cell_source)
     with self.edit(notebook_name) as it:
         i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
+        _guard(it.doc, i, expected_hash)
         old = c['source']
         it.history.apply(it.doc, SetFields(c['id'], {'source': cell_source}, 'overwrite cell source'))
-        return dict(index=i, id=c['id'], diff=text_diff(old, cell_source))
+        return dict(index=i, id=c['id'], diff=text_diff(old, cell_source), hash=content_hash(cell_source))
 
 @patch
-def edit_cell_source(self:NotebookManager, cell_index, old_string:str, new_string:str, replace_all:bool=False, notebook_name:str|None=None) -> dict:
-    "Replace `old_string` (which must occur exactly once, unless `replace_all`) in a cell's source"
+def edit_cell_source(self:NotebookManager, cell_index, old_string:str, new_string:str, replace_all:bool=False, notebook_name:str|None=None,
+                     expected_hash:str|None=None) -> dict:
+    "Replace `old_string` (which must occur exactly once, unless `replace_all`) in a cell's source (refused if it no longer has `expected_hash`)"
     _check_src(old_string, 'old_string'); _check_src(new_string, 'new_string')
     if not old_string: raise BadArgumentError("old_string must not be empty")
     with self.edit(notebook_name) as it:
         i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
+        _guard(it.doc, i, expected_hash)
         old = c['source']; n = old.count(old_string)
         if n == 0: raise BadArgumentError(f"old_string not found in cell {i}")
         if n > 1 and not replace_all: raise BadArgumentError(f"old_string occurs {n} times in cell {i}: give more context or pass replace_all=True")
         new = old.replace(old_string, new_string)
         it.history.apply(it.doc, SetFields(c['id'], {'source': new}, 'edit cell source'))
-        return dict(index=i, id=c['id'], replacements=n, diff=text_diff(old, new))
+        return dict(index=i, id=c['id'], replacements=n, diff=text_diff(old, new), hash=content_hash(new))
 
 @patch
-def delete_cell(self:NotebookManager, cell_indices, include_source:bool=True, notebook_name:str|None=None) -> dict:
-    "Delete one or several cells (indices or ids) as one undo step"
+def delete_cell(self:NotebookManager, cell_indices, include_source:bool=True, notebook_name:str|None=None, expected_hash=None) -> dict:
+    "Delete one or several cells (indices or ids) as one undo step; `expected_hash`: one hash, or one per cell given (all checked first)"
     refs = cell_indices if isinstance(cell_indices, (list, tuple)) else [cell_indices]
     if not refs: raise BadArgumentError("cell_indices is empty")
+    hashes = _hash_list(expected_hash, len(refs))
     with self.edit(notebook_name) as it:
-        pos = sorted({cell_pos(it.doc, r) for r in refs})
-        gone = [dict(index=i, id=it.doc.cells[i]['id'], cell_type=it.doc.cells[i]['cell_type'],
+        given = [cell_pos(it.doc, r) for r in refs]
+        for i, h in zip(given, hashes): _guard(it.doc, i, h)
+        pos = sorted(set(given))
+        gone = [dict(index=i, id=it.doc.cells[i]['id'], cell_type=it.doc.cells[i]['cell_type'], hash=content_hash(it.doc.cells[i]['source']),
                      **(dict(source=it.doc.cells[i]['source']) if include_source else {})) for i in pos]
         it.history.apply(it.doc, DeleteCells([g['id'] for g in gone], f'delete {len(gone)} cell(s)'))
         return dict(deleted=gone, total=len(it.doc.cells))
 
 @patch
-def move_cell(self:NotebookManager, source_index, target_index:int, notebook_name:str|None=None) -> dict:
-    "Move a cell so that it ends up at `target_index`"
+def move_cell(self:NotebookManager, source_index, target_index:int, notebook_name:str|None=None, expected_hash:str|None=None) -> dict:
+    "Move a cell so that it ends up at `target_index` (refused if the cell at `source_index` no longer has `expected_hash`)"
     with self.edit(notebook_name) as it:
         i = cell_pos(it.doc, source_index); j = cell_pos(it.doc, target_index)
+        _guard(it.doc, i, expected_hash)
         ids = it.doc.ids(); cid = ids.pop(i); ids.insert(j, cid)
         it.history.apply(it.doc, Reorder(ids, f'move cell {i} to {j}'))
         return dict(id=cid, from_index=i, to_index=j)
@@ -199,12 +221,14 @@ def reorder_cells(self:NotebookManager, new_order:list, notebook_name:str|None=N
         return dict(order=ids)
 
 @patch
-def clear_cell_output(self:NotebookManager, cell_index=None, notebook_name:str|None=None) -> dict:
-    "Clear the outputs of one code cell, or of every code cell when `cell_index` is None (one undo step)"
+def clear_cell_output(self:NotebookManager, cell_index=None, notebook_name:str|None=None, expected_hash:str|None=None) -> dict:
+    "Clear the outputs of one code cell (refused if it no longer has `expected_hash`), or of every code cell when `cell_index` is None (one undo step)"
+    if cell_index is None and expected_hash is not None: raise BadArgumentError("expected_hash needs a cell_index: it guards one cell")
     with self.edit(notebook_name) as it:
         if cell_index is None: cells = [c for c in it.doc.cells if c['cell_type'] == 'code']
         else:
-            c = it.doc.cells[cell_pos(it.doc, cell_index)]
+            i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
+            _guard(it.doc, i, expected_hash)
             if c['cell_type'] != 'code': raise BadArgumentError(f"cell {cell_index!r} is a {c['cell_type']} cell: only code cells have outputs")
             cells = [c]
         cmds = [SetFields(c['id'], {'outputs': [], 'execution_count': None}) for c in cells if c['outputs'] or c.get('execution_count')]
