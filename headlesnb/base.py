@@ -63,7 +63,8 @@ class BaseManager:
         with it.doc.lock:
             if it.doc.save_error and strict:
                 raise ConflictError(f"{it.path} could not be saved: {it.doc.save_error}")
-            if it.doc.sync(strict=strict): it.history.clear()  # reloaded: old commands describe another file
+            if it.doc.sync(strict=strict):  # reloaded: old commands describe another file
+                it.history.clear(); self._reloaded(it)
             yield it
 
 # %% ../nbs/09_base.ipynb #7260ce69
@@ -131,6 +132,9 @@ def _activate(self:BaseManager, name:str) -> Item:
 def _prepare(self:BaseManager, it:Item): "Hook: get a newly opened item ready, before other threads can see it"
 
 @patch
+def _reloaded(self:BaseManager, it:Item): "Hook: the item's document was read again from its file (changed on disk, or `reload`)"
+
+@patch
 def close_all(self:BaseManager):
     "Save and close every item (kernels freed); items that cannot be saved stay open and are reported"
     failed = []
@@ -168,7 +172,7 @@ def _save(self:BaseManager, name, force=False) -> dict:
 def _reload(self:BaseManager, name) -> dict:
     "Discard unsaved edits and history; read the file again"
     it = self.item(name)
-    with it.doc.lock: it.doc.reload(); it.history.clear()
+    with it.doc.lock: it.doc.reload(); it.history.clear(); self._reloaded(it)
     return dict(reloaded=self.rel(it.path), cells=len(it.doc.cells))
 
 # %% ../nbs/09_base.ipynb #b224d520

@@ -14,7 +14,7 @@ from aidialog.dialog import Message, render_outputs_ai
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
 from .errors import *
-from .utils import id_list, check_int, text_diff, utc_now, SafePattern
+from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
@@ -43,7 +43,7 @@ def msg2cell(m:DlgMessage) -> dict:
 
 def msg_dict(m:DlgMessage, run:bool=False) -> dict:
     "A message as a plain dict for callers"
-    d = dict(id=m.id, msg_type=m.msg_type, content=m.content, output=m.output, ai_output=m.ai_output,
+    d = dict(id=m.id, msg_type=m.msg_type, content=m.content, hash=content_hash(m.content), output=m.output, ai_output=m.ai_output,
              run=run, time_run=m.time_run or '', meta=dict(m.meta), execution_count=m.execution_count)
     d.update({f: getattr(m, f) or 0 for f in FLAGS if f != 'exported'}, exported=_exported(m))
     return d
@@ -154,8 +154,11 @@ class DialogManager(BaseManager):
 
     def _prepare(self, it):
         it.state['current'] = None
-        if conv_old_prompts(it.doc.nb):  # old prompt/reply markdown cells: write the new form
-            it.doc.touch()  # the cells were changed in place: same dicts, same ids
+        self._reloaded(it)
+
+    def _reloaded(self, it):
+        "Old prompt/reply markdown cells become prompt cells in memory (same dicts, same ids); the file is written only on an edit"
+        conv_old_prompts(it.doc.nb)
 
     def unuse_dialog(self, dialog_name:str|None=None) -> dict:
         "Save and close a dialog, freeing its kernel (queued runs are dropped)"
@@ -293,7 +296,12 @@ def add_message(self:DialogManager, content:str='', msg_type:str='note', placeme
         it.history.apply(it.doc, InsertCells(pos, [msg2cell(m)], f'add {msg_type} message'))
         it.state['current'] = m.id
         if run: self._queue(it.name, [m.id])
-        return dict(id=m.id, index=pos)
+        return dict(id=m.id, index=pos, hash=content_hash(m.content))
+
+@patch
+def _guard(self:DialogManager, it, msg_id:str, expected_hash):
+    "ConflictError (showing the current content) unless message `msg_id` still has `expected_hash` (None: no check)"
+    if expected_hash is not None: check_hash(expected_hash, cell2msg(it.doc.cell(msg_id)).content, f"message {msg_id}")
 
 @patch
 def _update_cmd(self:DialogManager, it, msg_id:str, fields:dict) -> tuple:
@@ -314,22 +322,25 @@ def _update_many(self:DialogManager, it, updates:dict, label:str) -> list:
     return [c.cell_id for c in cmds]
 
 @patch
-def update_message(self:DialogManager, msg_id:str, dialog_name:str|None=None, **fields) -> dict:
+def update_message(self:DialogManager, msg_id:str, dialog_name:str|None=None, expected_hash:str|None=None, **fields) -> dict:
     """Change any message fields in one undo step (`meta` replaces, `mergemeta` deep-merges; None deletes a key;
-    `exported=False` also removes an `#| export` line)"""
+    `exported=False` also removes an `#| export` line); refused if its content no longer has `expected_hash`"""
     with self.edit(dialog_name) as it:
+        self._guard(it, msg_id, expected_hash)
         cmd, old, new_msg = self._update_cmd(it, msg_id, fields)
         if cmd: it.history.apply(it.doc, cmd)
         before, after = msg_dict(old), msg_dict(new_msg)
         changed = sorted({f for f in ('meta' if k == 'mergemeta' else k for k in fields) if before.get(f) != after.get(f)})
         if 'content' in after and before['content'] != after['content']: changed = sorted(set(changed) | {'content'})
-        return dict(id=msg_id, changed=changed, diff=text_diff(old.content, new_msg.content, msg_id))
+        return dict(id=msg_id, changed=changed, diff=text_diff(old.content, new_msg.content, msg_id), hash=after['hash'])
 
 @patch
-def delete_messages(self:DialogManager, ids, dialog_name:str|None=None) -> dict:
-    "Delete messages by id, as one undo step"
+def delete_messages(self:DialogManager, ids, dialog_name:str|None=None, expected_hash=None) -> dict:
+    "Delete messages by id, as one undo step; `expected_hash`: one hash, or one per id (all checked before anything is deleted)"
     ids = id_list(ids, 'message ids')
+    hashes = hash_list(expected_hash, len(ids), 'messages')
     with self.edit(dialog_name) as it:
+        for i, h in zip(ids, hashes): self._guard(it, i, h)
         it.history.apply(it.doc, DeleteCells(ids, f'delete {len(ids)} message(s)'))
         if it.state['current'] in ids: it.state['current'] = None
         return dict(deleted=ids, total=len(it.doc.cells))

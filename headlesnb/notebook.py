@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .errors import *
 from .document import mk_cell, CELL_TYPES
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .utils import text_diff, check_int, content_hash, check_hash
+from .utils import text_diff, check_int, content_hash, check_hash, hash_list
 from .base import BaseManager, store_run, run_info
 
 # %% ../nbs/10_notebook.ipynb #83dec1a7
@@ -126,16 +126,6 @@ def _guard(doc, i:int, expected_hash):
     c = doc.cells[i]
     check_hash(expected_hash, c['source'], f"cell {i} (id {c['id']})")
 
-def _hash_list(expected_hash, n:int) -> list:
-    "`expected_hash` for `n` cells: None, one hash (for one cell), or a list of n hashes (None where unchecked)"
-    if expected_hash is None: return [None] * n
-    if isinstance(expected_hash, str):
-        if n != 1: raise BadArgumentError(f"one expected_hash was given for {n} cells: give a list of {n} hashes, in the order of the cells")
-        return [expected_hash]
-    if not isinstance(expected_hash, (list, tuple)) or len(expected_hash) != n:
-        raise BadArgumentError(f"expected_hash must be one hash or a list of {n} hashes (one per cell given), not {expected_hash!r}")
-    return list(expected_hash)
-
 @patch
 def insert_cell(self:NotebookManager, cell_index:int, cell_type:str, cell_source:str='', notebook_name:str|None=None) -> dict:
     "Insert a new cell before `cell_index` (-1 appends)"
@@ -180,7 +170,7 @@ def delete_cell(self:NotebookManager, cell_indices, include_source:bool=True, no
     "Delete one or several cells (indices or ids) as one undo step; `expected_hash`: one hash, or one per cell given (all checked first)"
     refs = cell_indices if isinstance(cell_indices, (list, tuple)) else [cell_indices]
     if not refs: raise BadArgumentError("cell_indices is empty")
-    hashes = _hash_list(expected_hash, len(refs))
+    hashes = hash_list(expected_hash, len(refs), 'cells')
     with self.edit(notebook_name) as it:
         given = [cell_pos(it.doc, r) for r in refs]
         for i, h in zip(given, hashes): _guard(it.doc, i, h)

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['PATTERN_MAX', 'SEARCH_SECONDS', 'HASH_LEN', 'cap_text', 'strip_ansi', 'join_text', 'estimate_tokens', 'id_list',
-           'check_int', 'check_str', 'text_diff', 'utc_now', 'SafePattern', 'content_hash', 'check_hash']
+           'check_int', 'check_str', 'text_diff', 'utc_now', 'SafePattern', 'content_hash', 'check_hash', 'hash_list']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
 import hashlib, re, time
@@ -128,3 +128,13 @@ def check_hash(expected:str|None, text:str, what:str):
                       f"Its source now:\n{shown}\nRead it again and redo the edit with expected_hash='{cur}'.")
     e.current_hash, e.current_source = cur, text
     raise e
+
+def hash_list(expected_hash, n:int, what:str='cells') -> list:
+    "`expected_hash` for an edit of `n` items: None, one hash (for one item), or a list of n hashes (None where unchecked)"
+    if expected_hash is None: return [None] * n
+    if isinstance(expected_hash, str):
+        if n != 1: raise BadArgumentError(f"one expected_hash was given for {n} {what}: give a list of {n} hashes, in the order of the {what}")
+        return [expected_hash]
+    if not isinstance(expected_hash, (list, tuple)) or len(expected_hash) != n:
+        raise BadArgumentError(f"expected_hash must be one hash or a list of {n} hashes (one per item of {what}), not {expected_hash!r}")
+    return list(expected_hash)
