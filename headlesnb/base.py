@@ -209,10 +209,11 @@ async def interrupt_on_cancel(kernel, coro):
 
 @patch
 def _kernel(self:BaseManager, it:Item):
-    "The item's kernel, started on first use in the item's folder"
+    "The item's kernel, started on first use in the item's folder (by the item's own `kernel_factory`, else the manager's)"
     with it.doc.lock:
         if it.kernel is None or it.kernel.closed:
-            if self.kernel_factory: it.kernel = self.kernel_factory(it.path.parent)
+            factory = it.state.get('kernel_factory') or self.kernel_factory
+            if factory: it.kernel = factory(it.path.parent)
             else:
                 from headlesnb.inprocess import InProcessKernel
                 it.kernel = InProcessKernel(cwd=it.path.parent, mpl_format=self.mpl_format, output_limit=self.output_limit)

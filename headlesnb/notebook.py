@@ -53,9 +53,17 @@ class NotebookManager(BaseManager):
         return dict(name=it.name, path=self.rel(it.path), cells=len(it.doc.cells), active=self.active == it.name,
                     dirty=it.doc.dirty, kernel='not started' if k is None else 'busy' if k.busy else 'idle')
 
-    def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect') -> dict:
-        "Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active"
-        return self._info(self._open(notebook_name, notebook_path, mode))
+    def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect', kernel_factory=None) -> dict:
+        """Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active; `kernel_factory(cwd)`
+        gives this notebook's kernel (default: the manager's)"""
+        if kernel_factory is not None and not callable(kernel_factory): raise BadArgumentError("kernel_factory must be a callable(cwd) returning a Kernel")
+        with self._lock:
+            it = self._items.get(notebook_name)
+            if kernel_factory is not None and it is not None and it.kernel is not None and not it.kernel.closed:
+                raise ConflictError(f"notebook {notebook_name!r} already runs in a kernel: unuse_notebook it first to run it in another")
+            it = self._open(notebook_name, notebook_path, mode)
+            if kernel_factory is not None: it.state['kernel_factory'] = kernel_factory
+        return self._info(it)
 
     def unuse_notebook(self, notebook_name:str|None=None) -> dict:
         "Save and close a notebook, freeing its kernel"
@@ -127,11 +135,12 @@ def _guard(doc, i:int, expected_hash):
     check_hash(expected_hash, c['source'], f"cell {i} (id {c['id']})")
 
 @patch
-def insert_cell(self:NotebookManager, cell_index:int, cell_type:str, cell_source:str='', notebook_name:str|None=None) -> dict:
-    "Insert a new cell before `cell_index` (-1 appends)"
+def insert_cell(self:NotebookManager, cell_index, cell_type:str, cell_source:str='', notebook_name:str|None=None) -> dict:
+    "Insert a new cell at index `cell_index` (-1 appends), or just before the cell whose id `cell_index` is"
     c = mk_cell(cell_type, _check_src(cell_source))
     with self.edit(notebook_name) as it:
         n = len(it.doc.cells)
+        if isinstance(cell_index, str): cell_index = it.doc.index(cell_index)
         if isinstance(cell_index, bool) or not isinstance(cell_index, int): raise BadArgumentError(f"cell_index must be an int, not {cell_index!r}")
         if cell_index == -1: cell_index = n
         if not 0 <= cell_index <= n: raise BadArgumentError(f"cell_index {cell_index} out of range: insert at 0..{n}, or -1 to append")
@@ -236,8 +245,8 @@ def execute_cell(self:NotebookManager, cell_index, timeout:float|None=None, note
     return self._run_cell(notebook_name, self._cell_id(notebook_name, cell_index), timeout)
 
 @patch
-def insert_execute_code_cell(self:NotebookManager, cell_index:int, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
-    "Insert a code cell before `cell_index` (-1 appends) and run it"
+def insert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+    "Insert a code cell at `cell_index` (-1 appends; a cell id: just before that cell) and run it"
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
     return self._run_cell(notebook_name, ins['id'], timeout)
 
@@ -253,7 +262,7 @@ async def aexecute_cell(self:NotebookManager, cell_index, timeout:float|None=Non
     return await self._arun_cell(notebook_name, self._cell_id(notebook_name, cell_index), timeout)
 
 @patch
-async def ainsert_execute_code_cell(self:NotebookManager, cell_index:int, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+async def ainsert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
     "`insert_execute_code_cell` for asyncio code"
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
     return await self._arun_cell(notebook_name, ins['id'], timeout)
