@@ -693,7 +693,7 @@ def result_schema(name:str) -> dict:
 
 # arguments jupyter-mcp-server requires that have a default here: listed as required all the same
 SCHEMA_REQUIRED = dict(use_notebook=['notebook_path'], read_notebook=['notebook_name'], restart_notebook=['notebook_name'],
-                       unuse_notebook=['notebook_name'], insert_cell=['cell_source'])
+                       unuse_notebook=['notebook_name'], insert_cell=['cell_source'], clear_cell_output=['cell_index'])
 
 def _declare(srv:MCPServer, name:str):
     "Give tool `name` its output schema and required arguments as jupyter-mcp-server has them"
