@@ -698,7 +698,7 @@ SCHEMA_REQUIRED = dict(use_notebook=['notebook_path'], read_notebook=['notebook_
 def _declare(srv:MCPServer, name:str):
     "Give tool `name` its output schema and required arguments as jupyter-mcp-server has them"
     tool = srv._tool_manager.get_tool(name)
-    if name in RESULT_SCHEMAS:
+    if name in RESULT_SCHEMAS and isinstance(getattr(srv, 'structured', None), set):  # only a server that answers structuredContent declares it
         tool.fn_metadata.output_schema = result_schema(name)  # published, not validated by the SDK: the text is always a string
         srv.structured.add(name)
     if name in SCHEMA_REQUIRED:

@@ -358,13 +358,13 @@ def serve(root: Path):
                                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     http = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=30)
     try:
-        end = time.monotonic() + 30
+        end = time.monotonic() + 60
         while True:
             assert proc.poll() is None, log.read_text()[-3000:]
             try:
                 if http.get('/health', timeout=1).status_code == 200: break
             except httpx.TransportError: pass
-            assert time.monotonic() < end, 'headlesnb serve did not start'
+            assert time.monotonic() < end, f'headlesnb serve did not start within 60 s:\n{log.read_text()[-3000:]}'
             time.sleep(0.1)
         yield http
     finally:
@@ -372,6 +372,11 @@ def serve(root: Path):
         proc.send_signal(signal.SIGINT)
         try: proc.wait(15)
         except subprocess.TimeoutExpired: proc.kill(); proc.wait(5)
+
+
+def same_bytes(f: Path, before: bytes, when: str):
+    now = f.read_bytes()
+    assert now == before, f'{f.name} was rewritten {when}: {len(before)} -> {len(now)} bytes'
 
 
 def test_old_dialog_over_headlesnb_serve(tmp_path):
@@ -391,12 +396,18 @@ def test_old_dialog_over_headlesnb_serve(tmp_path):
         assert http.get('/dialog_', params={'name': 'old'}).status_code == 200  # the page a browser shows
         post(http, 'list_dialogs_')
         time.sleep(0.5)
-        assert f.read_bytes() == before
+        same_bytes(f, before, 'while open and read')
         assert post(http, 'stop_kernel_', name='old').json() == {'success': 'dialog stopped'}  # saved and closed
-        assert f.read_bytes() == before
+        same_bytes(f, before, 'on stop_kernel_')
         post(http, 'read_msg_', dlg_name='old', n=0, relative='false')  # opened again
-    assert f.read_bytes() == before  # the server stopped with the dialog open
+    same_bytes(f, before, 'when the server stopped with the dialog open')
     with serve(root) as http:
-        post(http, 'update_msg_', dlg_name='old', id_='aa000001', content='# Notes\nedited over HTTP')
+        h = post(http, 'read_msg_', dlg_name='old', id_='aa000001', n=0).json()['hash']
+        assert h == content_hash('# Notes\nfrom an old dialog')
+        post(http, 'update_msg_', dlg_name='old', id_='aa000001', content='# Notes\nedited over HTTP', expected_hash=h)
+        # the hash guard over HTTP: the same (now stale) hash is refused, with the message as it is now; nothing changes
+        r = http.post('/update_msg_', data=dict(dlg_name='old', id_='aa000001', content='# Notes\nlost edit', expected_hash=h)).json()
+        assert 'was changed since it was read' in r['error'] and 'edited over HTTP' in r['error']
+        assert 'was changed since it was read' in http.post('/rm_msg_', data=dict(dlg_name='old', msid='aa000001', expected_hash=h)).json()['error']
         post(http, 'stop_kernel_', name='old')
     check_converted(f, 'aa000001', '# Notes\nedited over HTTP')
