@@ -18,7 +18,7 @@ from .dialog import cell2msg
 from .workspace import *
 from .workspace import _stat_sig
 
-# %% ../nbs/14a_file_windows.ipynb #40d6ed2e
+# %% ../nbs/14a_file_windows.ipynb #fcc33ebe
 @dataclass(eq=False)
 class FileWindow:
     "A read-only snapshot of lines `start`..`end` (1-indexed, inclusive) of a file, notebook cell or dialog message"
@@ -47,12 +47,12 @@ def _snapshot(self:Workspace, w:FileWindow, start=None, end=None):
     if w.kind in ('range', 'search'):
         full = self.resolve(w.path)
         text, sig, _ = read_text(full, w.path, self.mgr.max_file_bytes)
-        lines = [bare(l) for l in split_lines(text)]
+        lines = text_lines(text)
         s, e = self._range(start, end, len(lines), w.path)
         w.full, w.sig = full, sig
     else:
         src, meta, full = self._read_cell(w.kind, w.meta)
-        lines = [bare(l) for l in split_lines(src)]
+        lines = text_lines(src)
         s, e = self._range(start, end, len(lines), f"{w.kind} {meta['id']}")
         w.meta.update(meta); w.path, w.full, w.sig = self.rel(full), full, None
     w.start, w.end, w.total, w.lines, w.missing, w.body = s, e, len(lines), lines[s - 1:e], '', None
@@ -103,7 +103,7 @@ def open_search(self:Workspace, query:str, max_windows:int=5, context_lines:int=
         if opened: self.save()
         return dict(ids=opened, matches=hits, files=files, regions=len(regions))
 
-# %% ../nbs/14a_file_windows.ipynb #aa0c34a9
+# %% ../nbs/14a_file_windows.ipynb #24346799
 @patch
 def _read_cell(self:Workspace, kind:str, meta:dict) -> tuple:
     "(source, meta, file) of the cell or message that `meta` names"
@@ -135,26 +135,27 @@ def _read_cell(self:Workspace, kind:str, meta:dict) -> tuple:
     return m.content, dict(dialog=owner, id=c['id'], index=i, type=m.msg_type), full
 
 @patch
+def _open_source(self:Workspace, kind:str, meta:dict, start, end) -> dict:
+    "Open a window on the cell or message `meta` names (by `cell` or `msg_id`, which becomes its `id`)"
+    with self.lock:
+        w = self._add_file_window(kind, '', start, end, meta)
+        w.meta.pop('cell' if kind == 'cell' else 'msg_id', None); w.meta['path'] = w.path
+        self.save()
+        return _winfo(w) | {kind if kind == 'cell' else 'message': w.meta['id']}
+
+@patch
 def open_cell(self:Workspace, notebook_name:str, cell, start:int=1, end:int|None=None, manager=None) -> dict:
     "Open a window on a notebook cell's source (`cell`: index or id), read from `manager` (kept for re-reads) or the manager's `NotebookManager`"
     if manager is not None: self.mgr.notebooks = manager
     if self.mgr.notebooks is None: raise BadArgumentError("no NotebookManager: give WorkspaceManager(notebooks=...)")
-    with self.lock:
-        w = self._add_file_window('cell', '', start, end, dict(notebook=check_str(notebook_name, 'notebook_name'), cell=cell))
-        w.meta.pop('cell', None); w.meta['path'] = w.path
-        self.save()
-        return _winfo(w) | dict(cell=w.meta['id'])
+    return self._open_source('cell', dict(notebook=check_str(notebook_name, 'notebook_name'), cell=cell), start, end)
 
 @patch
 def open_message(self:Workspace, msg_id:str, dialog_name:str|None=None, start:int=1, end:int|None=None, manager=None) -> dict:
     "Open a window on a dialog message's content (default dialog: this workspace's), read from `manager` (kept) or the manager's `DialogManager`"
     if manager is not None: self.mgr.dialogs = manager
     if self.mgr.dialogs is None: raise BadArgumentError("no DialogManager: give WorkspaceManager(dialogs=...) or attach() one")
-    with self.lock:
-        w = self._add_file_window('message', '', start, end, dict(dialog=dialog_name or self.dialog, msg_id=check_str(msg_id, 'msg_id')))
-        w.meta.pop('msg_id', None); w.meta['path'] = w.path
-        self.save()
-        return _winfo(w) | dict(message=w.meta['id'])
+    return self._open_source('message', dict(dialog=dialog_name or self.dialog, msg_id=check_str(msg_id, 'msg_id')), start, end)
 
 # %% ../nbs/14a_file_windows.ipynb #c6bb04eb
 @patch
