@@ -127,10 +127,10 @@ def read_text(path:Path, rel:str, max_bytes:int, strict:bool=False) -> tuple:
     except UnicodeDecodeError: raise BadArgumentError(f"{rel!r} is not UTF-8 text: it cannot be edited safely") from None
     return text, _sig(st), data
 
-# %% ../nbs/14_workspace.ipynb #c8356cb1
+# %% ../nbs/14_workspace.ipynb #73bdf82e
 class Workspace:
     "An assistant's workspace: windows and notes (each kind added by an idea), saved as JSON at `path`"
-    def __init__(self, mgr:'WorkspaceManager', name:str|None, path:Path):
+    def __init__(self, mgr, name:str|None, path:Path):  # mgr: the WorkspaceManager
         self.mgr, self.name, self.path, self.root = mgr, name, Path(path), mgr.root
         self.dialog = None  # the dialog this workspace belongs to, if any
         self.lock, self.save_error = threading.RLock(), None
