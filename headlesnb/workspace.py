@@ -7,8 +7,8 @@ __all__ = ['STATE_SUFFIX', 'SECTIONS', 'DEFAULT_BUDGETS', 'TOOL_NAMES', 'WINDOW_
            'add_part', 'add_windows', 'add_section', 'add_tool', 'truncate_middle', 'split_lines', 'bare', 'text_lines',
            'numbered', 'read_text', 'Workspace', 'WorkspaceManager', 'model_int']
 
-# %% ../nbs/14_workspace.ipynb #7c863134
-import bisect, fnmatch, hashlib, importlib, json, os, re, stat, threading, time
+# %% ../nbs/14_workspace.ipynb #689120bb
+import fnmatch, hashlib, importlib, json, os, re, stat, threading, time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
