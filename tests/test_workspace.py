@@ -700,7 +700,7 @@ def test_catastrophic_pattern_is_an_error_not_a_hang(root, ws):
                    lambda: ws.tools()['grep']('(x+x+)+y')):
         t0 = time.monotonic()
         with pytest.raises(BadArgumentError, match='took longer than'): search()
-        assert time.monotonic() - t0 < 10
+        assert time.monotonic() - t0 < 60  # 2 s of search; generous for a loaded machine, but no hang
     assert not ws.tool_windows and not ws.files  # nothing changed
 
 
