@@ -65,7 +65,7 @@ class BaseManager:
         with it.doc.lock:
             if it.doc.save_error and strict:
                 raise ConflictError(f"{it.path} could not be saved: {it.doc.save_error}")
-            if it.doc.sync(strict=strict): it.history.clear()  # reloaded: old commands describe another file
+            if it.doc.sync(strict=strict) and it.history: it.history.clear()  # reloaded: old commands describe another file
             yield it
 
 # %% ../nbs/09_base.ipynb #7260ce69

@@ -29,13 +29,10 @@ class Engine:
     def close(self):
         "Save and close every dialog, notebook and workspace; what cannot be saved stays open and is reported"
         errors = []
-        for close in (self.dialogs.close_all, self.notebooks.close_all, self._close_workspaces):
-            try: close()
+        for m in (self.dialogs, self.notebooks, self.workspaces):
+            try: m.close_all()
             except HeadlesnbError as e: errors.append(str(e))
         if errors: raise ConflictError('; '.join(errors))
-
-    def _close_workspaces(self):
-        for w in self.workspaces.list_workspaces(): self.workspaces.close_workspace(w['name'])
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
