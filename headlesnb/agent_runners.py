@@ -772,5 +772,5 @@ def merge(self:AgentManager, id) -> dict:
     self.store.write(id, 'worktree', ''); self.store.write(id, 'merged', merged)
     return dict(id=id, branch=s['branch'], into=into, commit=merged, diff=summary)
 
-# %% ../nbs/16_agent_runners.ipynb #c3905933
+# %% ../nbs/16_agent_runners.ipynb #d35d450f
 if __name__ == '__main__' and len(sys.argv) == 4 and sys.argv[1] == 'host': sys.exit(host_main(sys.argv[2], sys.argv[3]))
