@@ -121,10 +121,9 @@ def install_hooks(path=None) -> dict:
 
 # %% ../nbs/29_agents_ui.ipynb #912e20eb
 class _Parser(argparse.ArgumentParser):
-    "argparse, but a usage error exits 1 (2 means a wait timed out)"
+    "argparse, but a usage error is one line and exits 1 (2 means a wait timed out)"
     def error(self, message):
-        self.print_usage(sys.stderr)
-        print(f'{self.prog}: {message}', file=sys.stderr)
+        print(f'{self.prog}: {message} (see {self.prog} --help)', file=sys.stderr)
         sys.exit(1)
 
 AGENT_COMMANDS = ('spawn', 'poll', 'wait', 'abort', 'merge', 'agents', 'hook', 'setup')
