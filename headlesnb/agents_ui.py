@@ -276,6 +276,10 @@ def tui_classes() -> dict:
                 self.last = text
                 self.query_one('#body', Static).update(text)
 
+    class AgentTree(Tree):
+        "The tree, whose enter attaches (and says so in the footer)"
+        BINDINGS = [Binding('enter', 'select_cursor', '↵ attach')]
+
     class AgentsApp(App):
         "The live tree of agents"
         TITLE = 'headlesnb agents'
@@ -285,7 +289,7 @@ def tui_classes() -> dict:
         #count { width: auto; padding: 0 1; }
         Tree { height: 1fr; }
         """
-        BINDINGS = [Binding('n', 'new', 'new'), Binding('enter', 'attach', '↵ attach'), Binding('x', 'abort', 'abort'),
+        BINDINGS = [Binding('n', 'new', 'new'), Binding('x', 'abort', 'abort'),
                     Binding('d', 'toggle_done', 'hide done'), Binding('q', 'quit', 'quit'),
                     Binding('j', 'down', show=False), Binding('k', 'up', show=False),
                     Binding('h,left', 'collapse', show=False), Binding('l,right', 'expand', show=False)]
@@ -299,7 +303,7 @@ def tui_classes() -> dict:
 
         def compose(self) -> ComposeResult:
             yield Horizontal(Static(f' headlesnb agents · {self.agents.root}', id='title'), Static('', id='count'), id='top')
-            t = Tree('agents', id='tree')
+            t = AgentTree('agents', id='tree')
             t.show_root, t.auto_expand, t.guide_depth = False, False, 2
             yield t
             yield Footer()

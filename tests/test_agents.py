@@ -77,7 +77,7 @@ def wait_for(cond, timeout=10, every=0.02, what='condition'):
 
 
 def pane(name) -> str:
-    return subprocess.run(['tmux', 'capture-pane', '-p', '-t', f'={name}'], capture_output=True, text=True).stdout
+    return subprocess.run(['tmux', 'capture-pane', '-p', '-t', f'={name}:'], capture_output=True, text=True).stdout
 
 
 # ---------------------------------------------------------------- the command line across processes
@@ -236,7 +236,7 @@ def test_command_agent_in_tmux(root):
     assert 'FAKE AGENT 0 READY: # Task' in pane('scope-0')
     s = wait_for(lambda: (p := am.poll(i))['activity'] == 'needs input' and p, what='needs input')
     assert s['status'] == 'running'
-    subprocess.run(['tmux', 'send-keys', '-t', '=scope-0', 'use the formal greeting', 'Enter'], check=True)
+    subprocess.run(['tmux', 'send-keys', '-t', '=scope-0:', 'use the formal greeting', 'Enter'], check=True)
     s = am.wait([i], timeout=20)['results'][0]
     assert (s['status'], s['activity'], s['result']) == ('done', '', 'fake result: use the formal greeting')
     wait_for(lambda: 'scope-0' not in tmux_sessions(), what='the agent to exit')
@@ -267,16 +267,17 @@ def test_tui_in_tmux(root):
     env = {k: v for k, v in os.environ.items() if k not in ('TMUX', 'TMUX_PANE')}
     subprocess.run(['tmux', 'new-session', '-d', '-s', 'ui', '-x', '120', '-y', '20', '--', *HNB_ARGV, 'agents', '--root', str(root)],
                    check=True, env=env)
-    screen = wait_for(lambda: '2 running' in (s := pane('ui')) and 'Extract JWT helpers' in s and s, timeout=30, what='the tree')
-    assert 'Refactor auth to JWT' in screen and '● running' in screen and '✓ done' in screen and 'abort' in screen
-    subprocess.run(['tmux', 'send-keys', '-t', '=ui', 'j'], check=True)  # cursor: first row -> 0.0
-    subprocess.run(['tmux', 'send-keys', '-t', '=ui', 'x'], check=True)
+    screen = wait_for(lambda: '2 running' in (s := pane('ui')) and 'Extract JWT helpers' in s and 'q quit' in s and s, timeout=30, what='the tree')
+    assert 'Refactor auth to JWT' in screen and '● running' in screen and '✓ done' in screen
+    assert all(k in screen for k in ('n new', '↵ attach', 'x abort', 'd hide done')), screen
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'j'], check=True)  # cursor: first row -> 0.0
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'x'], check=True)
     wait_for(lambda: 'Abort agent 0.0?' in pane('ui'), what='the question')
-    subprocess.run(['tmux', 'send-keys', '-t', '=ui', 'y'], check=True)
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'y'], check=True)
     wait_for(lambda: am.store.load(b)['status'] == 'aborted', what='the abort')
     wait_for(lambda: '1 running' in pane('ui') and '✗ aborted' in pane('ui'), what='the tree to show it')
     assert am.poll(a)['status'] == 'running'
-    subprocess.run(['tmux', 'send-keys', '-t', '=ui', 'q'], check=True)
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'q'], check=True)
     wait_for(lambda: 'ui' not in tmux_sessions(), what='the UI to quit')
     am.abort(a)
 
