@@ -2,7 +2,7 @@
 capture-pane), a fake agent CLI (tests/agents_fake_agent.py) reporting through Claude Code's hook JSON, git worktrees,
 dialog agents answered through the anthropic SDK by tests/fake_anthropic.py, and the official MCP client.
 """
-import json, os, subprocess, sys, threading, time
+import json, os, re, subprocess, sys, threading, time
 from pathlib import Path
 
 import anyio, psutil, pytest
@@ -286,7 +286,7 @@ def test_tui_in_tmux(root):
 def agent_of(body) -> str:
     "Which agent sent a Messages API request (its contract, the system prompt, names it)"
     system = ''.join(b['text'] for b in body['system']) if isinstance(body['system'], list) else body['system']
-    return system.split('You are agent ', 1)[1].split(',')[0].split('.\n')[0].rstrip('.')
+    return re.search(r'You are agent (\d+(?:\.\d+)*)', system).group(1)
 
 
 class Script:
