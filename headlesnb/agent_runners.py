@@ -285,15 +285,15 @@ class AgentAborted(Exception):
 
 class _CuttableBackend:
     "An httpcore network backend that remembers its sockets, so they can be shut down from another thread"
-    def __init__(self, inner): self.inner, self.streams, self.cut = inner, weakref.WeakSet(), False
+    def __init__(self, inner, error=OSError): self.inner, self.error, self.streams, self.cut = inner, error, weakref.WeakSet(), False
     def _track(self, s):
-        if self.cut: s.close(); raise OSError('the agent was aborted')
+        if self.cut: s.close(); raise self.error('the agent was aborted')
         self.streams.add(s); return s
     def connect_tcp(self, *a, **kw):
-        if self.cut: raise OSError('the agent was aborted')
+        if self.cut: raise self.error('the agent was aborted')
         return self._track(self.inner.connect_tcp(*a, **kw))
     def connect_unix_socket(self, *a, **kw):
-        if self.cut: raise OSError('the agent was aborted')
+        if self.cut: raise self.error('the agent was aborted')
         return self._track(self.inner.connect_unix_socket(*a, **kw))
     def sleep(self, seconds): return self.inner.sleep(seconds)
     def drop(self):
@@ -311,9 +311,11 @@ def own_client(base):
                         context_window=base.context_window, cache=base.cache, timeout=base.timeout, max_retries=base.max_retries)
     if not key: return c, None  # its first request raises the no-key LLMError
     try:
-        import anthropic, httpx
-        transport = httpx.HTTPTransport()
-        backend = _CuttableBackend(transport._pool._network_backend)
+        import anthropic
+        try: import httpx2 as hx, httpcore2 as hc  # the anthropic SDK 2.x runs on httpx2
+        except ImportError: import httpx as hx, httpcore as hc
+        transport = hx.HTTPTransport()
+        backend = _CuttableBackend(transport._pool._network_backend, hc.ConnectError)
         transport._pool._network_backend = backend
         c._sdk = anthropic.Anthropic(api_key=key, base_url=base.base_url, timeout=base.timeout, max_retries=base.max_retries,
                                      http_client=anthropic.DefaultHttpxClient(transport=transport))
