@@ -63,6 +63,8 @@ command = [{py}, {fake}, "fail"]
 command = ["true"]
 [agents.edit-b]
 command = [{py}, {fake}, "edit", "app.py", "3", "line three, by B"]
+[agents.edit-c]
+command = [{py}, {fake}, "edit", "app.py", "3", "line three, by C"]
 ''')
     return r
 
@@ -452,10 +454,11 @@ def test_two_implementers_in_worktrees_then_merged(root):
     assert hnb('merge', b, root=root, check=True).stdout.startswith('merged scope/1 into main')
     assert (root / 'app.py').read_text() == 'line one, by A\nline two\nline three, by B\n'
     assert not wa.exists() and not wb.exists() and git('rev-parse', '--verify', 'scope/0', cwd=root)
-    assert git('log', '--format=%s', f'{head}..HEAD', cwd=root).count('Improve line') == 2
-    assert am.poll(a)['merged'] == git('rev-parse', 'HEAD~1', cwd=root) or am.poll(a)['merged']
+    log = git('log', '--format=%s', f'{head}..HEAD', cwd=root).split('\n')
+    assert {'Improve line one', 'Improve line three'} <= set(log)  # each worktree's work, committed with its task as the message
+    assert am.poll(a)['merged'] and am.poll(a)['worktree'] == ''
     # a third implementer changing a line that changed meanwhile: the merge would conflict, so it is refused
-    c = AgentManager(root, tmux=False).spawn('Change line three again', agent='edit-b', worktree=True)
+    c = AgentManager(root, tmux=False).spawn('Change line three again', agent='edit-c', worktree=True)
     AgentManager(root).wait([c], timeout=20)
     (root / 'app.py').write_text('line one, by A\nline two\nline three, by the user\n')
     git('commit', '-qam', 'user edit', cwd=root)
@@ -467,7 +470,7 @@ def test_two_implementers_in_worktrees_then_merged(root):
     # abort of a finished agent removes its worktree and keeps its branch, with its work committed on it
     hnb('abort', c, root=root, check=True)
     assert not (root / '.scope/worktrees/2').exists()
-    assert 'line three, by B' in git('show', 'scope/2:app.py', cwd=root)
+    assert 'line three, by C' in git('show', 'scope/2:app.py', cwd=root)
 
 
 # ---------------------------------------------------------------- MCP
