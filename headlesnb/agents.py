@@ -65,10 +65,14 @@ def write_text(path:Path, text:str, durable:bool=False):
         raise
 
 def read_text(path:Path) -> str:
-    "The text of `path`, '' when it does not exist"
-    try: return path.read_text(encoding='utf-8')
+    "The text of `path`, '' when it does not exist (plain `os` calls: a tree of agents reads hundreds of these)"
+    try: fd = os.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError): return ''
-    except UnicodeDecodeError: return path.read_bytes().decode('utf-8', errors='replace')
+    try:
+        chunks = []
+        while (b := os.read(fd, 1 << 16)): chunks.append(b)
+    finally: os.close(fd)
+    return b''.join(chunks).decode('utf-8', errors='replace')
 
 # %% ../nbs/15_agents.ipynb #9eea4b1c
 class SessionStore:
@@ -148,8 +152,9 @@ _EXTRA = ('inputs', 'runner', 'host', 'pid', 'worktree', 'branch', 'base', 'merg
 def load(self:SessionStore, id:str) -> dict|None:
     "Session `id` as a dict, or None when there is no such session"
     d = self.path(id)
-    f = {n: read_text(d / n) for n in ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'tmux', 'created_at') + _EXTRA}
-    if not any(f.values()) and not d.is_dir(): return None
+    try: present = set(os.listdir(d))  # one directory read instead of a failed open per missing file
+    except (FileNotFoundError, NotADirectoryError): return None
+    f = {n: read_text(d / n) if n in present else '' for n in ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'tmux', 'created_at') + _EXTRA}
     return dict(id=id, status=f['state'].strip() or 'pending', activity=f['activity'].strip(), result=f['result'],
                 task=f['task'].strip(), task_type=f['task_type'].strip() or 'implement', parent=f['parent'].strip(),
                 agent=f['agent'].strip() or 'claude-code', created_at=f['created_at'].strip(), tmux=f['tmux'].strip(),
@@ -171,7 +176,7 @@ def transition(self:SessionStore, id:str, to:str, frm=LIVE, **files) -> bool:
     with self.lock(id):
         if (self.read(id, 'state').strip() or 'pending') not in frm: return False
         for name, text in files.items(): self.write(id, name, text, durable=name == 'result')
-        self.write(id, 'state', to, durable=True)
+        self.write(id, 'state', to, durable=to in FINISHED)  # an end is flushed to disk; `running` need not be
     return True
 
 # %% ../nbs/15_agents.ipynb #e7caf331

@@ -297,7 +297,7 @@ def tui_classes() -> dict:
         def __init__(self, agents:AgentManager, new_agent:str='dialog', check_every:float=2.0, **kw):
             super().__init__(**kw)
             self.agents, self.new_agent, self.check_every = agents, new_agent, check_every
-            self.hide_finished, self.collapsed, self.shape, self.rows = False, set(), None, {}
+            self.hide_finished, self.collapsed, self.shape, self.rows, self.keys = False, set(), None, {}, {}
             self._stop = threading.Event()
             self.refreshed = 0  # how many times the tree was refreshed (for tests and benchmarks)
 
@@ -350,13 +350,16 @@ def tui_classes() -> dict:
             shape = [(n['id'], n['parent']) for n in flat]
             tree = self.query_one(Tree)
             if shape == self.shape and idw == getattr(self, '_idw', None):
-                for n in flat: self.rows[n['id']].set_label(label(n, idw))
+                for n in flat:
+                    key = row_text(n) + (n['activity'],)
+                    if self.keys.get(n['id']) != key: self.rows[n['id']].set_label(label(n, idw)); self.keys[n['id']] = key
             else:
                 cur = tree.cursor_node.data if tree.cursor_node is not None else None
                 tree.clear()
-                self.rows = {}
+                self.rows, self.keys = {}, {}
                 def add(parent, ns):
                     for n in ns:
+                        self.keys[n['id']] = row_text(n) + (n['activity'],)
                         node = parent.add(label(n, idw), data=n['id'], expand=n['id'] not in self.collapsed, allow_expand=bool(n['children']))
                         self.rows[n['id']] = node
                         add(node, n['children'])
