@@ -264,14 +264,14 @@ def tui_classes() -> dict:
     class TranscriptScreen(Screen):
         "A dialog agent's dialog (or a command agent's output), live"
         BINDINGS = [Binding('escape,q', 'app.pop_screen', 'back')]
-        def __init__(self, agents:AgentManager, id:str): super().__init__(); self.agents, self.id, self.last = agents, id, None
+        def __init__(self, agents:AgentManager, id:str): super().__init__(); self.agents, self.agent_id, self.last = agents, id, None
         def compose(self) -> ComposeResult:
-            yield Static(f' agent {self.id}: transcript', id='title')
+            yield Static(f' agent {self.agent_id}: transcript', id='title')
             yield VerticalScroll(Static('', id='body', markup=False))
             yield Footer()
         def on_mount(self): self.reload(); self.set_interval(0.5, self.reload)
         def reload(self):
-            text = transcript_text(self.agents, self.id)
+            text = transcript_text(self.agents, self.agent_id)
             if text != self.last:
                 self.last = text
                 self.query_one('#body', Static).update(text)

@@ -526,3 +526,51 @@ def test_mcp_tools_over_stdio(root):
                 assert json.loads(mcp_text(res))['results'][0]['status'] == 'done'
                 assert json.loads(hnb('poll', '0', root=root, check=True).stdout)['status'] == 'done'
     anyio.run(main)
+
+
+# ---------------------------------------------------------------- the terminal UI, with Textual's pilot
+def test_tui_pilot(root):
+    "Keys n (new), enter (a dialog agent's live transcript), h/l, d, x; a change made by another process shows within 1 s"
+    script = Script(a0=['Hello from the dialog agent.'])
+    with FakeAnthropic([script]) as fake:
+        am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0), tmux=False)
+        d = am.spawn('Greet the user')
+        am.wait([d], timeout=20)
+    from headlesnb.agents_ui import agents_app
+    async def main():
+        app = agents_app(am, new_agent='sleeper', check_every=0.5)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.pause()
+            assert app.current() == '0' and '✓ done' in str(app.rows['0'].label)
+            await pilot.press('enter')  # a dialog agent: its transcript
+            await pilot.pause(0.3)
+            body = str(app.screen.query_one('#body').render())
+            assert '▶ Greet the user' in body and 'Hello from the dialog agent.' in body
+            await pilot.press('escape'); await pilot.pause()
+            await pilot.press('n'); await pilot.pause()
+            await pilot.press(*'watch the logs', 'enter')
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if '1' in app.rows: break
+            assert am.poll('1')['task'] == 'watch the logs' and am.poll('1')['agent'] == 'sleeper'
+            am.spawn('a child', agent='sleeper', parent='1')
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if '1.0' in app.rows: break
+            await pilot.press('j'); assert app.current() == '1'
+            await pilot.press('h'); await pilot.pause()
+            assert not app.rows['1'].is_expanded
+            await pilot.press('l'); await pilot.pause()
+            assert app.rows['1'].is_expanded
+            # another process aborts 1: the tree shows it within a second
+            t = time.monotonic()
+            hnb('abort', '1', root=root, check=True)
+            t_cli = time.monotonic()
+            while '✗ aborted' not in str(app.rows['1.0'].label):
+                await pilot.pause(0.02)
+                assert time.monotonic() - t_cli < 1.0, 'the UI did not show the change within 1 s'
+            assert '0 running' in str(app.query_one('#count').render())
+            await pilot.press('d'); await pilot.pause()
+            assert app.rows == {}  # everything is finished
+            await pilot.press('q')
+    anyio.run(main)
