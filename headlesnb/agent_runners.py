@@ -190,7 +190,11 @@ def _start_command(self:AgentManager, id:str, spec:AgentSpec, worktree:bool):
     if in_tmux:
         _env_file(d / 'launch.env', env)
         name = tmux_name(id)
-        r = tmux('new-session', '-d', '-s', name, '-c', str(workdir), '-x', '200', '-y', '50', *launch)
+        for attempt in range(6):  # clients racing to start the tmux server can make it exit: try again
+            r = tmux('new-session', '-d', '-s', name, '-c', str(workdir), '-x', '200', '-y', '50', *launch)
+            if r.returncode == 0 or 'duplicate session' in r.stderr: r.returncode = 0; break
+            if not re.search(r'server exited|lost server|no server|connect', r.stderr): break
+            time.sleep(0.05 * (attempt + 1))
         if r.returncode != 0:
             (d / 'launch.env').unlink(missing_ok=True)
             raise KernelError(f"tmux could not start session {name}: {r.stderr.strip() or r.stdout.strip()}")
@@ -614,6 +618,7 @@ def run(self:DialogRunner):
             st.transition(id, 'done', activity='', result=f'error: {msg}')
     finally:
         kill_tree(process_tree([p.pid for p in list(self.procs)]), grace=0.5)
+        self.llm.drop()  # its own connections: none stays open once it is finished
         _LOCAL.pop(self.key, None); self.mgr.runners.pop(id, None)
         try: self.mgr.dialogs.unuse_dialog(self.name)
         except Exception: pass

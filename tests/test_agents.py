@@ -402,11 +402,15 @@ def test_abort_stops_the_whole_subtree_within_2s(root, tmp_path):
             r = hnb('abort', '0', root=root, check=True)
             assert r.stdout.strip() == 'aborted 0, 0.0, 0.0.0, 0.1'
             wait_for(lambda: not any(proc_start(p) for p in procs), timeout=2.5, what='the processes to end')
-            wait_for(lambda: not established(fake.port), timeout=2.5, what='the held request to be dropped')
+            try: wait_for(lambda: not established(fake.port), timeout=2.5, what='the held request to be dropped')
+            except AssertionError:
+                raise AssertionError(f'still open: {established(fake.port)}; runners: {[(r.id, r.stop.is_set(), r.thread.is_alive()) for r in runners]}; '
+                                     f'tracked: {[(r.id, r.llm.backend and len(r.llm.backend.streams)) for r in runners]}') from None
             wait_for(lambda: not any(r.thread.is_alive() for r in runners), timeout=2.5, what='the dialog runs to stop')
             elapsed = time.monotonic() - t0
             assert not ({'scope-0_1', 'scope-0_0_0'} & tmux_sessions())
             assert [s['status'] for s in am.list()] == ['aborted'] * 4
+            print(f'\nabort of a 4-agent subtree (2 dialog agents, one with a held model request; 2 tmux agents with child processes), from another process: {elapsed:.2f} s')
             assert elapsed < 2.0, f'the subtree took {elapsed:.2f} s to stop'
             n = len(fake.requests)
             time.sleep(0.5)
