@@ -578,3 +578,26 @@ def test_tui_pilot(root):
             assert app.rows == {}  # everything is finished
             await pilot.press('q')
     anyio.run(main)
+
+
+def test_dead_processes_are_marked_aborted(root):
+    "A command agent's process (no tmux) or a dialog agent's host process killed behind our back: the agent is aborted"
+    import signal
+    am = AgentManager(root, tmux=False)
+    i = am.spawn('Sleep', agent='sleeper')
+    pid = int(am.store.read(i, 'pid').split()[0])
+    wait_for(lambda: len(psutil.Process(pid).children(recursive=True)) >= 2, what='the sleeper and its child')
+    os.killpg(pid, signal.SIGKILL)
+    s = wait_for(lambda: (p := json.loads(hnb('poll', i, root=root, check=True).stdout))['status'] != 'running' and p, what='aborted')
+    assert (s['status'], s['result']) == ('aborted', f'aborted: its process ({pid}) is gone')
+    release = threading.Event()
+    with FakeAnthropic([lambda body: release.wait(30) and 'late']) as fake:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY='test')
+        d = hnb('spawn', 'Think for a long time', root=root, env=env, check=True).stdout.strip()
+        wait_for(lambda: len(fake.requests) == 1, timeout=30, what='the detached agent to ask the model')
+        host = int(am.store.read(d, 'pid').split()[0])
+        assert am.store.read(d, 'host') == 'process' and am.poll(d)['status'] == 'running'
+        os.kill(host, signal.SIGKILL)
+        s = wait_for(lambda: (p := am.poll(d))['status'] != 'running' and p, what='aborted')
+        assert (s['status'], s['result']) == ('aborted', f'aborted: its process ({host}) is gone')
+        release.set()
