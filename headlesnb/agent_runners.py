@@ -113,13 +113,24 @@ def agents_config_paths(root, extra=None) -> list:
     cfg = Path(os.environ.get('XDG_CONFIG_HOME') or Path.home() / '.config')
     return [cfg / 'headlesnb' / 'agents.toml', Path(root) / '.scope' / 'agents.toml'] + ([Path(extra)] if extra else [])
 
+_CONFIGS = {}  # path -> (mtime_ns, size, parsed): a spawn re-reads a configuration file only when it changed
+
+def _config(p:Path):
+    try: st = p.stat()
+    except OSError: return None
+    hit = _CONFIGS.get(p)
+    if hit and hit[:2] == (st.st_mtime_ns, st.st_size): return hit[2]
+    try: d = tomllib.loads(p.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e: raise CorruptFileError(f"{p}: not valid TOML: {e}") from None
+    _CONFIGS[p] = (st.st_mtime_ns, st.st_size, d)
+    return d
+
 def load_agents(root, extra=None) -> dict:
     "Every command agent: the built-in ones and those of the configuration files"
     res = dict(BUILTIN_AGENTS)
     for p in agents_config_paths(root, extra):
-        if not p.is_file(): continue
-        try: d = tomllib.loads(p.read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e: raise CorruptFileError(f"{p}: not valid TOML: {e}") from None
+        d = _config(p)
+        if d is None: continue
         for name, a in (d.get('agents') or {}).items():
             ok = lambda v: isinstance(v, list) and v and all(isinstance(x, str) for x in v)
             if not _AGENT_NAME.match(name) or name == 'dialog': raise CorruptFileError(f"{p}: bad agent name {name!r}")
