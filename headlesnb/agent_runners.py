@@ -273,21 +273,22 @@ def _check_alive(self:AgentManager, sessions) -> bool:
         changed |= self.store.transition(id, 'aborted', activity='', result=s['result'] or f'aborted: {why}')
     return changed
 
-# %% ../nbs/16_agent_runners.ipynb #c69b143c
+# %% ../nbs/16_agent_runners.ipynb #3124bd01
 @patch
 def _stop(self:AgentManager, sessions):
-    procs, names = [], []
+    roots, names = [], []
     for s in sessions:
         if s is None: continue
         r = _LOCAL.get((str(self.root), s['id']))
         if r is not None: r.abort()
         if s['tmux'] and s['runner'] != 'dialog':
             pids = tmux_pane_pids(s['tmux'])
-            if pids: names.append(s['tmux']); procs += process_tree(pids)
+            if pids: names.append(s['tmux']); roots += pids
         if s['pid'] and not (s['runner'] == 'dialog' and s['host'] == 'thread') and spec_alive(s['pid']):
-            procs += process_tree([int(s['pid'].split()[0])])
+            roots.append(int(s['pid'].split()[0]))
+    procs = process_tree(roots)  # one pass over /proc for the whole subtree, before anything is killed
     for n in names: tmux('kill-session', '-t', f'={n}')
-    left = kill_tree(list(set(procs)))
+    left = kill_tree(procs)
     for s in sessions:
         if s is not None and s['worktree']:
             try: self._remove_worktree(s, f"wip (aborted): {s['task'] or 'agent ' + s['id']}")
