@@ -14,7 +14,7 @@ from headlesnb.agents import AgentManager
 from headlesnb.agent_runners import proc_start, tmux_sessions
 from headlesnb.llm import AnthropicClient
 
-CLI = [sys.executable, '-m', 'headlesnb.agents_ui']
+CLI = [sys.executable, '-m', 'headlesnb.cli']
 FAKE = HERE.parent / 'tests' / 'agents_fake_agent.py'
 
 def wait_for(cond, timeout=30):

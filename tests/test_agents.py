@@ -20,7 +20,7 @@ FAKE = HERE / 'agents_fake_agent.py'
 pytestmark = pytest.mark.timeout(180)
 
 # The one place that says how the `headlesnb` agent commands are run (after the merge: ['headlesnb'])
-HNB_ARGV = [sys.executable, '-m', 'headlesnb.agents_ui']
+HNB_ARGV = [sys.executable, '-m', 'headlesnb.cli']
 
 
 def hnb(*args, root=None, input=None, env=None, check=False, timeout=60) -> subprocess.CompletedProcess:
@@ -484,7 +484,7 @@ def mcp_text(res) -> str: return '\n'.join(b.text for b in res.content if isinst
 
 def agents_server(am):
     from headlesnb.mcp import HeadlesnbMCPServer
-    from headlesnb.agents_ui import register_agent_tools
+    from headlesnb.mcp import register_agent_tools
     srv = HeadlesnbMCPServer('agents-test')
     register_agent_tools(srv, am, None)
     return srv
@@ -518,9 +518,9 @@ def test_mcp_tools_in_process(root):
 
 
 def test_mcp_tools_over_stdio(root):
-    "The official client over stdio, against a server holding the agent tools (tests/agents_mcp_server.py)"
+    "The official client over stdio, against the real `headlesnb mcp` (the agent tools beside the notebook and dialog ones)"
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=[str(HERE / 'agents_mcp_server.py'), str(root)], env=dict(os.environ))
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', str(root)], env=dict(os.environ))
         with open(os.devnull, 'w') as errlog:
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
