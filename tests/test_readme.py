@@ -309,6 +309,18 @@ def test_links_resolve():
     assert not bad, 'README links that do not resolve:\n' + '\n'.join(bad)
 
 
+def test_docs_links_resolve():
+    "The docs' own links resolve too: docs/README.md, and the markdown of nbs/index.ipynb and the explanation pages"
+    import nbformat
+    pages = [(ROOT / 'docs' / 'README.md', (ROOT / 'docs' / 'README.md').read_text())]
+    for nb in [ROOT / 'nbs' / 'index.ipynb', *sorted((ROOT / 'nbs' / 'explanations').glob('*.ipynb'))]:
+        cells = nbformat.read(str(nb), as_version=4).cells
+        pages.append((nb, '\n\n'.join(c.source for c in cells if c.cell_type == 'markdown')))
+    assert len(pages) > 2
+    bad = [f'{path.relative_to(ROOT)}: {p}' for path, text in pages for t in links(text) if (p := link_problem(t, path.parent, text))]
+    assert not bad, 'links that do not resolve:\n' + '\n'.join(bad)
+
+
 _FILE = re.compile(r'(?<![\w./-])([\w][\w./-]*\.(?:md|ipynb|py|sh|toml|json|ya?ml|txt|cfg|ini))(?![\w/-])')
 
 def repo_files() -> set:
