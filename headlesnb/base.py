@@ -66,7 +66,8 @@ class BaseManager:
             if it.doc.save_error and strict:
                 raise ConflictError(f"{it.path} could not be saved: {it.doc.save_error}")
             if it.doc.sync(strict=strict):  # reloaded: old commands describe another file
-                it.history.clear(); self._reloaded(it)
+                if it.history: it.history.clear()
+                self._reloaded(it)
             yield it
 
 # %% ../nbs/09_base.ipynb #7260ce69
