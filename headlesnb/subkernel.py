@@ -100,6 +100,8 @@ class _Client(NotebookClient):
     def done(self, idx:int):
         "Forget a finished cell unless a display id points at one of its outputs"
         self.current = None
+        t = getattr(self, 'alive_task', None)
+        if t is not None and not t.done(): t.cancel()  # nbclient leaves it pending when the cell is cancelled
         if not any(m.get(idx) for m in self._display_id_map.values()):
             self.nb.cells.pop(idx, None)
             for m in self._display_id_map.values(): m.pop(idx, None)
@@ -115,7 +117,8 @@ class _Client(NotebookClient):
                                      'data': o.get('data', {}), 'metadata': o.get('metadata', {})})
 
     async def _async_poll_kernel_alive(self):
-        "Replaces nbclient's 1 s liveness poll: the kernel watches for its death itself"
+        "Replaces nbclient's 1 s liveness poll: the kernel watches for its death itself (this only waits to be cancelled)"
+        self.alive_task = asyncio.current_task()
         await asyncio.Event().wait()
 
     async def ready(self, timeout:float, alive=None):
