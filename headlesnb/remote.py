@@ -109,7 +109,7 @@ def _api(url:str, *parts) -> str: return url.rstrip('/') + '/api/' + '/'.join(qu
 class RemoteKernel(JupyterKernel):
     "A kernel of a Jupyter Server or Jupyter Enterprise Gateway (REST + websocket, jupyter-kernel-client), its cells run by nbclient"
     def __init__(self, url:str, token:str|None=None, kernel_name:str='python3', kernel_id:str|None=None, cwd:str|None=None,
-                 output_limit:int|None=None, startup_timeout:float=60, stop_grace:float=0.5, request_timeout:float=60):
+                 output_limit:int|None=None, startup_timeout:float=60, stop_grace:float=5, request_timeout:float=60):
         super().__init__(output_limit=output_limit, stop_grace=stop_grace, startup_timeout=startup_timeout)
         u = urlparse(url) if isinstance(url, str) else None
         if not u or u.scheme not in ('http', 'https') or not u.netloc:

@@ -323,6 +323,7 @@ def _result(self, client, cell, task, reason, outcome, why, timeout, started) ->
             err = _error('ExecutionTimeout', f'The cell timed out after {timeout:g}s and was interrupted.', kbi['traceback'][:-1] if kbi else [])
             if kbi is not None: outs[outs.index(kbi)] = err
             else: outs.append(err)
+        elif kbi is None: outs.append(_error('KeyboardInterrupt', 'The cell was interrupted.'))  # a kernel that showed nothing (bash)
     if self.output_limit: outs = [cap_output(o, self.output_limit) for o in outs]
     n = cell.get('execution_count')
     self._count = 0 if outcome else n if n is not None else self._count
