@@ -164,6 +164,7 @@ def _check_pos(name:str, v):
 class JupyterKernel(Kernel):
     "A kernel reached through Jupyter messaging: cells run by nbclient on the kernel loop, one at a time, with hard stops"
     settle = 0.1      # seconds that outputs still in flight get when a kernel dies
+    discard_behind = False  # let killed and dead kernels go in the background
     query_wait = 2.0  # seconds complete/inspect/variables wait for a running cell to end
 
     def __init__(self, output_limit:int|None=None, stop_grace:float=0.5, startup_timeout:float=60):
@@ -176,7 +177,7 @@ class JupyterKernel(Kernel):
         self._lock = None     # the kernel's asyncio.Lock (made on the loop)
         self._exec = None     # the `_Exec` of the cell executing
         self._pending, self._mu = 0, threading.Lock()
-        self._closed, self._count = False, 0
+        self._closed, self._count, self._behind = False, 0, set()
 
     # what a backend provides
     async def _alaunch(self) -> _Client: raise NotImplementedError                   # start (or reach) a kernel, ready
@@ -276,8 +277,7 @@ async def _execute(self, client:_Client, code:str, timeout) -> RunResult:
             ex.request_stop('timeout')
             stopped = True
             with suppress(Exception): await self._ainterrupt(client)
-            await _wait_any((task, died), self.stop_grace)
-            if not task.done() and not died.done(): outcome = 'killed'
+            if not await self._stopped(client, task, died): outcome = 'killed'
         if not task.done() and died.done():
             outcome = outcome or 'dead'
             await _wait_any((task,), self.settle)  # outputs still in flight
@@ -290,10 +290,49 @@ async def _execute(self, client:_Client, code:str, timeout) -> RunResult:
     if outcome:
         if outcome == 'dead': why = self._why_dead(client)
         self._client = None
-        await self._adiscard(client, kill=True)
+        await self._let_go(client)
     res = self._result(client, cell, task, ex.reason if stopped else None, outcome, why, timeout, started)
     if cancelled: raise asyncio.CancelledError()
     return res
+
+# %% ../nbs/07_subkernel.ipynb #9436cd64
+@patch_to(JupyterKernel)
+async def _let_go(self, client:_Client):
+    "Discard a killed or dead kernel: in the background if `discard_behind`, else now"
+    if not self.discard_behind: return await self._adiscard(client, kill=True)
+    t = asyncio.ensure_future(self._adiscard(client, kill=True))
+    self._behind.add(t)
+    t.add_done_callback(self._behind.discard)
+
+@patch_to(JupyterKernel)
+async def _settled(self):
+    "Wait for kernels being let go in the background"
+    if self._behind: await asyncio.gather(*list(self._behind), return_exceptions=True)
+
+# %% ../nbs/07_subkernel.ipynb #874afffc
+async def _control_answers(kc, timeout:float) -> bool:
+    "Does the kernel answer a kernel_info request on its control channel within `timeout` s?"
+    msg = kc.session.msg('kernel_info_request')
+    try:
+        kc.control_channel.send(msg)
+        end = time.monotonic() + timeout
+        while True:
+            m = await kc.control_channel.get_msg(timeout=max(0, end - time.monotonic()))
+            if m.get('parent_header', {}).get('msg_id') == msg['header']['msg_id']: return True
+    except Empty: return False
+    except Exception: return False
+
+@patch_to(JupyterKernel)
+async def _stopped(self, client:_Client, task, died) -> bool:
+    "After an interrupt: did the cell end (or the kernel die)? False means it must be killed"
+    probe = asyncio.ensure_future(_control_answers(client.kc, self.stop_grace))
+    try:
+        await _wait_any((task, died), self.stop_grace)
+        if task.done() or died.done(): return True
+        if not await probe: return False  # stuck where not even its control thread can answer
+        await _wait_any((task, died), self.stop_grace * 9)
+        return task.done() or died.done()
+    finally: probe.cancel()
 
 # %% ../nbs/07_subkernel.ipynb #48b98925
 _NOISE = ('Kernel is running over TCP without encryption',)  # ipykernel's start-up warning: not news after a crash
@@ -340,6 +379,7 @@ async def _aretire(self, closing:bool):
     try:
         c, self._client, self._count = self._client, None, 0
         if c is not None: await self._adiscard(c, kill=False)
+        await self._settled()
     finally: self._lock.release()
 
 @patch_to(JupyterKernel)
@@ -407,6 +447,7 @@ def _not_installed(name:str, installed) -> KernelError:
 
 class SubprocessKernel(JupyterKernel):
     "A Jupyter kernel (any installed kernelspec) in its own process, its cells run by nbclient"
+    discard_behind = True
     def __init__(self, kernel_name:str='python3', cwd:str|Path|None=None, env:dict|None=None, output_limit:int|None=None,
                  startup_timeout:float=60, stop_grace:float=0.5):
         super().__init__(output_limit=output_limit, stop_grace=stop_grace, startup_timeout=startup_timeout)
@@ -516,7 +557,7 @@ async def _alaunch(self) -> _Client:
     km = client.create_kernel_manager()
     km.shutdown_wait_time = 2.0
     fd, log = tempfile.mkstemp(prefix=f'headlesnb-kernel-{self.kernel_name}-', suffix='.log')
-    client.log_path, client.pid, client.proc, client.watch = log, None, None, None
+    client.log_path, client.pid, client.pgid, client.proc, client.watch = log, None, None, None, None
     client.reaper = weakref.finalize(self, _reap, None, None, (log,))
     try:
         with os.fdopen(fd, 'wb') as out:
@@ -525,7 +566,7 @@ async def _alaunch(self) -> _Client:
             if _prctl: kw['preexec_fn'] = _die_with(os.getpid())
             await client.async_start_new_kernel(**kw)
         p = km.provisioner
-        client.pid, client.proc = p.pid, p.process
+        client.pid, client.pgid, client.proc = p.pid, getattr(p, 'pgid', None), p.process
         client.reaper.detach()
         client.reaper = weakref.finalize(self, _reap, p.pid, getattr(p, 'pgid', None), (log, km.connection_file))
         client.watch = _ExitWatch(p.process)
@@ -563,6 +604,8 @@ async def _ainterrupt(self, client):
 @patch_to(SubprocessKernel)
 async def _adiscard(self, client, kill:bool):
     "Stop a kernel: at once (`kill`), or by a shutdown request and a kill 2 s later; then its leftovers and files go"
+    if kill and client.pid:
+        with suppress(OSError): os.killpg(client.pgid, signal.SIGKILL) if client.pgid else os.kill(client.pid, signal.SIGKILL)
     try:
         if client.kc is not None: client.kc.stop_channels()
         km = client.km

@@ -117,7 +117,7 @@ def test_timeout_and_interrupt(server, rk):
     rk.run('x = 1')
     t0 = time.monotonic()
     r = rk.run('import time; time.sleep(100)', timeout=1)
-    assert (r.status, r.outputs[-1]['ename']) == ('timeout', 'ExecutionTimeout') and time.monotonic() - t0 < 5
+    assert (r.status, r.outputs[-1]['ename']) == ('timeout', 'ExecutionTimeout') and time.monotonic() - t0 < 15
     threading.Timer(0.5, rk.interrupt).start()
     r = rk.run('import time; time.sleep(30)')
     assert (r.status, r.outputs[-1]['ename'] if r.outputs else None) == ('interrupted', 'KeyboardInterrupt'), r
