@@ -433,10 +433,13 @@ def inspect(self, name:str) -> str|None:
     if r.get('status') != 'ok' or not r.get('found'): return None
     return strip_ansi(r.get('data', {}).get('text/plain', '')) or None
 
-# %% ../nbs/07_subkernel.ipynb #111bd3a8
-def list_kernelspecs() -> dict:
-    "The Jupyter kernelspecs installed here: name -> {'display_name', 'language', 'argv', 'interrupt_mode'}"
-    specs = KernelSpecManager().get_all_specs()
+# %% ../nbs/07_subkernel.ipynb #a0a6dffc
+def list_kernelspecs(jupyter_url:str|None=None, jupyter_token:str|None=None) -> dict:
+    "The Jupyter kernelspecs installed here (or on the server at `jupyter_url`): name -> {'display_name', 'language', 'argv', 'interrupt_mode'}"
+    if jupyter_url is not None:
+        from headlesnb.remote import RemoteKernel
+        specs = RemoteKernel(jupyter_url, jupyter_token)._rest('GET', 'kernelspecs').get('kernelspecs', {})
+    else: specs = KernelSpecManager().get_all_specs()
     return {n: {'display_name': s['spec'].get('display_name', n), 'language': s['spec'].get('language', ''),
                 'argv': s['spec'].get('argv', []), 'interrupt_mode': s['spec'].get('interrupt_mode', 'signal')}
             for n, s in sorted(specs.items())}
@@ -726,18 +729,20 @@ def variable(self, name:str) -> dict:
     if '.' not in name and self.language == 'python': listed = next((v for v in self.variables() if v['name'] == name), None)
     return _variable(name, r['data'].get('text/plain', ''), listed)
 
-# %% ../nbs/07_subkernel.ipynb #30237c2d
-def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|None=None) -> str:
-    "The kernel a notebook runs on: `kernel` if given, 'inprocess' for Python, else its kernelspec if installed"
+# %% ../nbs/07_subkernel.ipynb #1bd92f96
+def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|None=None, remote:bool=False) -> str:
+    "The kernel a notebook runs on: `kernel` if given, 'inprocess' for Python (its kernelspec or python3 if `remote`), else its kernelspec if installed"
     if kernel is not None:
         if not isinstance(kernel, str) or not kernel: raise BadArgumentError(f"kernel must be a kernel name, not {kernel!r}")
         return kernel
     md = nb_metadata or {}
     ks, li = md.get('kernelspec') or {}, md.get('language_info') or {}
     name, lang = ks.get('name') or '', ks.get('language') or li.get('name') or ''
-    if lang.lower() == 'python' or (not lang and (not name or name.startswith('python'))): return 'inprocess'
+    python = lang.lower() == 'python' or (not lang and (not name or name.startswith('python')))
+    if python and not remote: return 'inprocess'
     installed = list_kernelspecs() if installed is None else installed
     if name and name in installed: return name
+    if python: return 'python3'
     same = [n for n, s in installed.items() if lang and s.get('language', '').lower() == lang.lower()]
     what = f"the {name!r} kernel ({lang or 'language unknown'})" if name else f"a {lang} kernel, and names no kernelspec"
     raise KernelError(f"this notebook needs {what}, which is not installed; installed: {', '.join(installed) or 'none'}"
@@ -747,9 +752,9 @@ def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, ju
                 kernel_id:str|None=None, output_limit:int|None=None, mpl_format:str|None=None) -> Kernel:
     "A kernel by name: None or 'inprocess' runs in this process; a kernelspec name in a subprocess, or on `jupyter_url`"
     if kernel_id is not None and jupyter_url is None: raise BadArgumentError('kernel_id names a kernel of a Jupyter server: give jupyter_url too')
-    if kernel in (None, 'inprocess') and kernel_id is None:
+    if kernel == 'inprocess' or (kernel is None and jupyter_url is None):
+        if kernel_id is not None: raise BadArgumentError("kernel_id attaches to a kernel of a Jupyter server: it cannot be 'inprocess'")
         return InProcessKernel(cwd=cwd, mpl_format=mpl_format, output_limit=sys.maxsize if output_limit is None else output_limit)
-    if kernel == 'inprocess': raise BadArgumentError("kernel_id attaches to a kernel of a Jupyter server: it cannot be 'inprocess'")
     if jupyter_url is not None:
         from headlesnb.remote import RemoteKernel
         return RemoteKernel(jupyter_url, jupyter_token, kernel_name=kernel or 'python3', kernel_id=kernel_id, output_limit=output_limit)

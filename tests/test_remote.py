@@ -191,3 +191,15 @@ def test_kernels_we_started_are_shut_down_at_exit(server):
     kid = out.stdout.strip()
     assert out.returncode == 0 and kid, out.stderr
     assert kid not in server.kernel_ids()
+
+def test_kernel_choice_on_a_server(server):
+    from headlesnb.subkernel import kernel_for_notebook, list_kernelspecs
+    specs = list_kernelspecs(server.url, server.token)
+    assert 'python3' in specs and specs['python3']['language'] == 'python'
+    py_nb = {'kernelspec': {'name': 'my-env', 'language': 'python'}}
+    assert kernel_for_notebook(py_nb, installed=specs, remote=True) == 'python3'
+    with pytest.raises(KernelError, match=r"needs the 'ir' kernel \(R\), which is not installed; installed: .*python3"):
+        kernel_for_notebook({'kernelspec': {'name': 'ir', 'language': 'R'}}, installed=specs, remote=True)
+    with make_kernel(None, jupyter_url=server.url, jupyter_token=server.token) as k:
+        assert type(k) is RemoteKernel and k.kernel_name == 'python3' and text(k.run('6 * 7')) == '42'
+    assert type(make_kernel('inprocess', jupyter_url=server.url)).__name__ == 'InProcessKernel'
