@@ -221,20 +221,23 @@ OWNER = textwrap.dedent('''
         threading.Thread(target=k.run, args=('sum(range(10**14))',), daemon=True).start()
         time.sleep(0.5)
     print('ready', flush=True)
-    if sys.argv[1] == 'exit': sys.exit(0)  # no close(): interpreter exit must take the kernel with it
+    if sys.argv[1] == 'exit':  # no close(): interpreter exit must take the kernel with it
+        sys.stdin.readline()
+        sys.exit(0)
     time.sleep(600)
 ''')
 
 @pytest.mark.parametrize('mode', ['idle', 'busy', 'exit'])
 def test_no_kernel_outlives_its_owner(mode):
     "The owner SIGKILLed (idle kernel, kernel stuck in C), or exiting without close(): the kernel dies within seconds"
-    owner = subprocess.Popen([sys.executable, '-c', OWNER, mode], stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen([sys.executable, '-c', OWNER, mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     kpid = None
     try:
         kpid = int(owner.stdout.readline())
         assert owner.stdout.readline().strip() == 'ready'
         assert not _gone(kpid)
-        if mode != 'exit': os.kill(owner.pid, signal.SIGKILL)
+        if mode == 'exit': owner.stdin.write('go\n'); owner.stdin.flush()
+        else: os.kill(owner.pid, signal.SIGKILL)
         owner.wait(30)
         assert _wait_gone(kpid, 5), f'kernel {kpid} outlived its owner ({mode})'
     finally:
