@@ -76,6 +76,14 @@ def rk(server):
     yield k
     k.close()
 
+def _interrupt_soon(k, after:float=0.5):
+    "Interrupt `k` from another thread once its cell is executing (interrupt() is False before that)"
+    def go():
+        time.sleep(after)
+        end = time.monotonic() + 30
+        while not k.interrupt() and time.monotonic() < end: time.sleep(0.05)
+    threading.Thread(target=go, daemon=True).start()
+
 def text(r) -> str:
     o = r.outputs[-1]
     return ''.join(o['data']['text/plain']) if 'data' in o else ''.join(o.get('text', o.get('evalue', '')))
@@ -118,7 +126,7 @@ def test_timeout_and_interrupt(server, rk):
     t0 = time.monotonic()
     r = rk.run('import time; time.sleep(100)', timeout=1)
     assert (r.status, r.outputs[-1]['ename']) == ('timeout', 'ExecutionTimeout') and time.monotonic() - t0 < 15
-    threading.Timer(0.5, rk.interrupt).start()
+    _interrupt_soon(rk)
     r = rk.run('import time; time.sleep(30)')
     assert (r.status, r.outputs[-1]['ename'] if r.outputs else None) == ('interrupted', 'KeyboardInterrupt'), r
     assert text(rk.run('x')) == '1'  # the kernel lived through both

@@ -8,6 +8,14 @@ from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
 from headlesnb.subkernel import (SubprocessKernel, kernel_for_notebook, list_kernelspecs, make_kernel,
                                  namespace_variable, namespace_variables)
 
+def _interrupt_soon(k, after:float=0.5):
+    "Interrupt `k` from another thread once its cell is executing (interrupt() is False before that)"
+    def go():
+        time.sleep(after)
+        end = time.monotonic() + 30
+        while not k.interrupt() and time.monotonic() < end: time.sleep(0.05)
+    threading.Thread(target=go, daemon=True).start()
+
 def text(r) -> str:
     "The text of a run's last output"
     o = r.outputs[-1]
@@ -122,10 +130,10 @@ def test_timeout_stops_sleep_and_c_loop(k, code):
 def test_interrupt_from_another_thread(k):
     k.run('1')
     assert k.interrupt() is False  # nothing runs
-    threading.Timer(0.5, k.interrupt).start()
+    _interrupt_soon(k)
     r = k.run('import time; time.sleep(30)')
     assert r.status == 'interrupted' and r.outputs[-1]['ename'] == 'KeyboardInterrupt', r
-    threading.Timer(0.5, k.interrupt).start()
+    _interrupt_soon(k)
     t0 = time.monotonic()
     r = k.run('sum(range(10**13))')
     assert r.status == 'interrupted' and 'its kernel was killed' in r.outputs[-1]['evalue'] and time.monotonic() - t0 < 15
