@@ -25,3 +25,16 @@ for pkg in tmux git; do
     fi
 done
 # ---- end: tests/test_agents*.py ----
+
+# ---- begin: kernels (tests/test_subkernel.py, tests/test_remote.py) ----
+# A kernelspec in another language than Python (bash_kernel, a dev dependency) for the kernel-choice tests.
+python -c "import sys; from jupyter_client.kernelspec import find_kernel_specs; sys.exit('bash' not in find_kernel_specs())" \
+    || python -m bash_kernel.install --sys-prefix >/dev/null
+# Jupyter Enterprise Gateway 3.3 pins jupyter_server 1.24 and jupyter_client 6.1.12: its own cached venv (built once, ~1 min).
+EG_VENV="${HEADLESNB_EG_VENV:-$HOME/.cache/headlesnb/eg-venv-3.3.0}"
+if [ ! -x "$EG_VENV/bin/jupyter-enterprisegateway" ]; then
+    rm -rf "$EG_VENV" && python -m venv "$EG_VENV"
+    "$EG_VENV/bin/pip" install -q 'jupyter_enterprise_gateway==3.3.0' 'ipykernel>=6.29,<7' 2>&1 | grep -v '^WARNING: Location' || true
+fi
+"$EG_VENV/bin/python" -c "import enterprise_gateway, ipykernel"
+# ---- end: kernels ----
