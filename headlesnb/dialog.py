@@ -154,9 +154,10 @@ class DialogManager(BaseManager):
                     mode=meta.get('mode') or it.doc.metadata.get('solveit_dialog_mode', 'learning'),
                     current=it.state.get('current'), kernel='not started' if it.kernel is None else 'busy' if it.kernel.busy else 'idle')
 
-    def use_dialog(self, dialog_name:str, dialog_path:str|None=None, mode:str='connect') -> dict:
-        "Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active"
-        return self._info(self._open(dialog_name, dialog_path, mode))
+    def use_dialog(self, dialog_name:str, dialog_path:str|None=None, mode:str='connect', kernel:str|None=None, kernel_id:str|None=None) -> dict:
+        """Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active; `kernel`
+        and `kernel_id` choose its kernel as for notebooks (default: the manager's, else in-process)"""
+        return self._info(self._open_with_kernel(dialog_name, dialog_path, mode, kernel, kernel_id))
 
     def _prepare(self, it):
         it.state['current'] = None

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['NOTEBOOK_TOOLS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED', 'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS',
-           'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'remote_kernels', 'wants_progress', 'run_header',
-           'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
+           'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'wants_progress', 'run_header', 'format_message',
+           'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
            'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'register_agent_tools',
            'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
@@ -23,6 +23,7 @@ from mcp.types import CallToolResult, TextContent, ImageContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
 from .errors import *
 from .notebook import NotebookManager, cell_info
+from .base import make_kernel, run_info
 from .engine import Engine
 from .agents import AgentManager, poll_json
 from .utils import cap_text, check_str
@@ -111,32 +112,16 @@ def _around(it, start:int, limit:int) -> list:
     "Cells `start`..`start+limit` of an item (sources, no outputs), for a table"
     return [cell_info(it.doc, i, include_outputs=False) for i in range(start, min(len(it.doc.cells), start + limit))]
 
-def remote_kernels():
-    "`headlesnb.subkernel.make_kernel` (kernels of a Jupyter server), or a BadArgumentError saying this headlesnb has no remote kernels"
-    try: from headlesnb.subkernel import make_kernel
-    except ImportError:
-        raise BadArgumentError("remote kernels (kernels of a Jupyter server) need --jupyter-url, which this headlesnb does not support yet: "
-                               "notebooks run in kernels the server starts itself; omit kernel_id") from None
-    return make_kernel
-
-@patch
-def _remote_factory(self:NotebookTools, kernel_id:str|None=None):
-    "A `kernel_factory(cwd)` making kernels on the Jupyter server of `connect_to_jupyter` (`kernel_id`: attach to that running kernel)"
-    make_kernel = remote_kernels()
-    url, token = self.opts.jupyter_url, self.opts.jupyter_token
-    if url is None: raise BadArgumentError("kernel_id names a kernel of a Jupyter server, and none is set: call connect_to_jupyter(jupyter_url, jupyter_token) first")
-    return lambda cwd: make_kernel('python3', cwd=cwd, jupyter_url=url, jupyter_token=token, kernel_id=kernel_id, output_limit=self.nm.output_limit)
-
 @patch
 async def use_notebook(self:NotebookTools,
         notebook_name:Annotated[str, Field(description="Name to refer to the notebook by in later calls")],
         notebook_path:Annotated[str|None, Field(description="Path of the .ipynb under the server root (if omitted: <notebook_name>.ipynb)")]=None,
         mode:Annotated[Literal['connect', 'create'], Field(description="'connect' opens an existing file; 'create' makes a new empty notebook")]='connect',
-        kernel_id:Annotated[str|None, Field(description="Run the notebook in this running kernel of the Jupyter server set by connect_to_jupyter (default: a new kernel)")]=None) -> CallToolResult:
+        kernel_id:Annotated[str|None, Field(description="Run the notebook in this running kernel of the Jupyter server (set by --jupyter-url or connect_to_jupyter)")]=None,
+        kernel:Annotated[str|None, Field(description="Kernel to run it on: 'inprocess' or an installed kernelspec such as 'python3' (its own process); default: the server's choice, else by the notebook's language")]=None) -> CallToolResult:
     "Open (connect) or create a notebook under a name and make it the active notebook; shows its first cells. Call this before working on a notebook."
     def call():
-        factory = self._remote_factory(kernel_id) if kernel_id is not None else None
-        d = self.nm.use_notebook(notebook_name, notebook_path, mode, kernel_factory=factory)
+        d = self.nm.use_notebook(notebook_name, notebook_path, mode, kernel=kernel, kernel_id=kernel_id)
         with self.nm.edit(d['name'], strict=False) as it: d['around'] = _around(it, 0, 20)
         return d
     def fmt(d):
@@ -156,9 +141,10 @@ async def connect_to_jupyter(self:NotebookTools,
         check_str(jupyter_url, 'jupyter_url')
         if not re.match(r'^https?://[^/\s]+', jupyter_url): raise BadArgumentError(f"jupyter_url must be an http(s) URL such as 'http://localhost:8888', not {jupyter_url!r}")
         if document_provider != 'jupyter': raise BadArgumentError(f"document_provider must be 'jupyter', not {document_provider!r}: notebooks stay files under the root")
-        remote_kernels()
-        self.opts.jupyter_url, self.opts.jupyter_token = jupyter_url.rstrip('/'), jupyter_token
-        self.nm.kernel_factory = self._remote_factory()
+        from headlesnb.subkernel import list_kernelspecs
+        try: specs = list_kernelspecs(jupyter_url.rstrip('/'), jupyter_token)  # reached, and the token is right
+        except HeadlesnbError as e: raise BadArgumentError(f"cannot reach the Jupyter server at {jupyter_url}: {e}") from None
+        for m in (self.nm, *self.peers): m.jupyter_url, m.jupyter_token = jupyter_url.rstrip('/'), jupyter_token
         return jupyter_url
     return await self._do(call, lambda url: f"Successfully connected to Jupyter server: {url}\nnotebooks opened from now on run their kernels there "
                                             f"({'token' if jupyter_token else 'no token'}); notebooks already running keep their kernels")
@@ -179,8 +165,8 @@ async def list_notebooks(self:NotebookTools) -> CallToolResult:
 
 @patch
 async def list_kernels(self:NotebookTools) -> CallToolResult:
-    "List the kernel of each notebook in use: type, status (not started, idle, busy), execution count."
-    def fmt(rows): return tsv(rows, ['notebook', 'type', 'status', 'execution_count']) if rows else "no notebooks in use"
+    "List the kernel of each notebook in use: backend (inprocess, subprocess, remote), kernel, pid or remote kernel id, status (not started, idle, busy), execution count."
+    def fmt(rows): return tsv(rows, ['notebook', 'backend', 'kernel', 'pid', 'status', 'execution_count']) if rows else "no notebooks in use"
     return await self._do(self.nm.list_kernels, fmt)
 
 @patch
@@ -404,15 +390,15 @@ async def insert_execute_code_cell(self:NotebookTools, cell_index:_Pos,
 async def execute_code(self:NotebookTools,
         code:Annotated[str, Field(description="Code to run (IPython: %magics and !shell work)")],
         timeout:Annotated[float, Field(description="Seconds the run may take before it is interrupted (0: the server default)", ge=0)]=30,
-        kernel_id:Annotated[str|None, Field(description="A kernel of a Jupyter server to run in (not supported: code runs in the notebook's kernel)")]=None,
+        kernel_id:Annotated[str|None, Field(description="Run in this running kernel of the Jupyter server (--jupyter-url or connect_to_jupyter) instead of a notebook's")]=None,
         progress_interval:_Interval=0, notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
     "Run code in a notebook's kernel without adding it to the notebook (scratch work, inspecting variables)."
     t = self._timeout(timeout)
     async def start(st):
-        if kernel_id is not None:
-            remote_kernels()
-            raise BadArgumentError("execute_code runs in a notebook's kernel: to use kernel_id, attach a notebook to it with use_notebook(kernel_id=...)")
-        return await self.nm.aexecute_code(code, t, notebook_name)
+        if kernel_id is None: return await self.nm.aexecute_code(code, t, notebook_name)
+        if not self.nm.jupyter_url: raise BadArgumentError("kernel_id names a kernel of a Jupyter server, and none is set: start the server with --jupyter-url, or call connect_to_jupyter(jupyter_url, jupyter_token) first")
+        with make_kernel(jupyter_url=self.nm.jupyter_url, jupyter_token=self.nm.jupyter_token, kernel_id=kernel_id, output_limit=self.nm.output_limit) as k:
+            return run_info(await k.arun(code, timeout=t))  # attached, not owned: closing only disconnects
     return await self._run(ctx, start, lambda r: self._fmt_run(r, 'code', t), 'code', t, progress_interval)
 
 @patch
@@ -716,9 +702,10 @@ DIALOG_TOOLS = dict(
 
 def _title(name): return name.replace('_', ' ').capitalize()
 
-def register_notebook_tools(srv:MCPServer, nm:NotebookManager, opts:McpOptions) -> NotebookTools:
-    "Add the notebook tools over `nm` to `srv`"
+def register_notebook_tools(srv:MCPServer, nm:NotebookManager, opts:McpOptions, peers=()) -> NotebookTools:
+    "Add the notebook tools over `nm` to `srv` (`peers`: managers whose kernels `connect_to_jupyter` moves too)"
     tools = NotebookTools(nm, opts)
+    tools.peers = list(peers)
     for name, ann in NOTEBOOK_TOOLS.items():
         srv.add_tool(getattr(tools, name), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
         _declare(srv, name)
@@ -890,7 +877,7 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
         "Answer 'pong' (a connectivity check)."
         return text_result('pong')
     srv.add_tool(ping, annotations=ToolAnnotations(title='Ping', **_RO), structured_output=False)
-    register_notebook_tools(srv, eng.notebooks, opts)
+    register_notebook_tools(srv, eng.notebooks, opts, peers=[eng.dialogs])
     register_prompts(srv, eng.notebooks)
     register_dialog_tools(srv, eng.dialogs, opts)
     register_workspace_tools(srv, eng.workspaces, opts)

@@ -4,8 +4,7 @@
 
 # %% auto #0
 __all__ = ['LOOP_THREAD', 'SIZE_KEYS', 'kernel_loop', 'as_stored', 'JupyterRunResult', 'JupyterKernel', 'list_kernelspecs',
-           'SubprocessKernel', 'namespace_variables', 'check_variable_name', 'pinfo_sections', 'namespace_variable',
-           'kernel_for_notebook', 'make_kernel']
+           'SubprocessKernel', 'namespace_variables', 'check_variable_name', 'pinfo_sections', 'namespace_variable']
 
 # %% ../nbs/07_subkernel.ipynb #3a222703
 import ast, asyncio, ctypes, json, keyword, os, re, signal, sys, tempfile, threading, time, weakref
@@ -728,34 +727,3 @@ def variable(self, name:str) -> dict:
     listed = None
     if '.' not in name and self.language == 'python': listed = next((v for v in self.variables() if v['name'] == name), None)
     return _variable(name, r['data'].get('text/plain', ''), listed)
-
-# %% ../nbs/07_subkernel.ipynb #1bd92f96
-def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|None=None, remote:bool=False) -> str:
-    "The kernel a notebook runs on: `kernel` if given, 'inprocess' for Python (its kernelspec or python3 if `remote`), else its kernelspec if installed"
-    if kernel is not None:
-        if not isinstance(kernel, str) or not kernel: raise BadArgumentError(f"kernel must be a kernel name, not {kernel!r}")
-        return kernel
-    md = nb_metadata or {}
-    ks, li = md.get('kernelspec') or {}, md.get('language_info') or {}
-    name, lang = ks.get('name') or '', ks.get('language') or li.get('name') or ''
-    python = lang.lower() == 'python' or (not lang and (not name or name.startswith('python')))
-    if python and not remote: return 'inprocess'
-    installed = list_kernelspecs() if installed is None else installed
-    if name and name in installed: return name
-    if python: return 'python3'
-    same = [n for n, s in installed.items() if lang and s.get('language', '').lower() == lang.lower()]
-    what = f"the {name!r} kernel ({lang or 'language unknown'})" if name else f"a {lang} kernel, and names no kernelspec"
-    raise KernelError(f"this notebook needs {what}, which is not installed; installed: {', '.join(installed) or 'none'}"
-                      + (f" (for {lang}: {', '.join(same)}; choose one with kernel=...)" if same else ''))
-
-def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, jupyter_token:str|None=None,
-                kernel_id:str|None=None, output_limit:int|None=None, mpl_format:str|None=None) -> Kernel:
-    "A kernel by name: None or 'inprocess' runs in this process; a kernelspec name in a subprocess, or on `jupyter_url`"
-    if kernel_id is not None and jupyter_url is None: raise BadArgumentError('kernel_id names a kernel of a Jupyter server: give jupyter_url too')
-    if kernel == 'inprocess' or (kernel is None and jupyter_url is None):
-        if kernel_id is not None: raise BadArgumentError("kernel_id attaches to a kernel of a Jupyter server: it cannot be 'inprocess'")
-        return InProcessKernel(cwd=cwd, mpl_format=mpl_format, output_limit=sys.maxsize if output_limit is None else output_limit)
-    if jupyter_url is not None:
-        from headlesnb.remote import RemoteKernel
-        return RemoteKernel(jupyter_url, jupyter_token, kernel_name=kernel or 'python3', kernel_id=kernel_id, output_limit=output_limit)
-    return SubprocessKernel(kernel, cwd=cwd, output_limit=output_limit)

@@ -10,7 +10,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from conftest import free_port
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
 from headlesnb.remote import RemoteKernel
-from headlesnb.subkernel import make_kernel
+from headlesnb.base import make_kernel
 
 EG_VENV = Path(os.environ.get('HEADLESNB_EG_VENV', Path.home() / '.cache/headlesnb/eg-venv-3.3.0'))
 
@@ -201,7 +201,8 @@ def test_kernels_we_started_are_shut_down_at_exit(server):
     assert kid not in server.kernel_ids()
 
 def test_kernel_choice_on_a_server(server):
-    from headlesnb.subkernel import kernel_for_notebook, list_kernelspecs
+    from headlesnb.base import kernel_for_notebook
+    from headlesnb.subkernel import list_kernelspecs
     specs = list_kernelspecs(server.url, server.token)
     assert 'python3' in specs and specs['python3']['language'] == 'python'
     py_nb = {'kernelspec': {'name': 'my-env', 'language': 'python'}}

@@ -5,8 +5,8 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
-from headlesnb.subkernel import (SubprocessKernel, kernel_for_notebook, list_kernelspecs, make_kernel,
-                                 namespace_variable, namespace_variables)
+from headlesnb.subkernel import SubprocessKernel, list_kernelspecs, namespace_variable, namespace_variables
+from headlesnb.base import kernel_for_notebook, make_kernel
 
 def _interrupt_soon(k, after:float=0.5):
     "Interrupt `k` from another thread once its cell is executing (interrupt() is False before that)"
