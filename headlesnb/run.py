@@ -332,7 +332,7 @@ class _Bar:
     def draw(self, done:int, end:str=''):
         width = 30
         fill = width * done // max(self.total, 1)
-        self.stream.write(f'\r{self.desc}: [{"#" * fill}{"." * (width - fill)}] {done}/{self.total} cells {time.monotonic() - self.t0:.1f}s{end}')
+        self.stream.write(f'{chr(13) if self.tty else ""}{self.desc}: [{"#" * fill}{"." * (width - fill)}] {done}/{self.total} cells {time.monotonic() - self.t0:.1f}s{end}')
         self.stream.flush()
     def update(self, done:int, cell=None):
         if cell is not None and 'papermill_description=' in cell.source:
@@ -501,11 +501,12 @@ def _cell(self:_Run, i:int, rep:RunReport) -> bool:
 # %% ../nbs/22_run.ipynb #4fdd94d2
 @contextmanager
 def _sigint_deferred():
-    "Ignore Ctrl-C while the output is written (main thread only)"
+    "Ignore Ctrl-C (and SIGTERM) while the output is written (main thread only)"
     if threading.current_thread() is not threading.main_thread(): yield; return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try: yield
-    finally: signal.signal(signal.SIGINT, old)
+    finally:
+        for s, h in old.items(): signal.signal(s, h)
 
 @patch
 def _start(self:_Run):
@@ -655,10 +656,11 @@ _USAGE = '''headlesnb run [options] INPUT [OUTPUT]
 _DESC = '''Execute notebooks headlessly, with papermill's command line: a papermill command works with
 `papermill` replaced by `headlesnb run`. INPUT and OUTPUT may be `-` (standard input / output; logs and
 progress then go to stderr only). Without OUTPUT the notebook is run as a check and nothing is written.
-Several INPUTs (or --output-dir, --jobs) run each notebook in its own process, in parallel.
+Several INPUTs (or --output-dir) run each notebook in its own process, --jobs at a time.
+SIGTERM is handled as Ctrl-C (outputs so far written), with exit status 143.
 
 Exit status: 0 ok, 1 a cell failed (outputs written, error banner at the top), 2 bad input or options
-(nothing written), 130 interrupted by Ctrl-C (outputs so far written), 138 the kernel died.'''
+(nothing written), 130 interrupted by Ctrl-C (outputs so far written), 138 the kernel died, 143 SIGTERM.'''
 
 def run_parser() -> argparse.ArgumentParser:
     "The `headlesnb run` argument parser"
@@ -759,9 +761,9 @@ def _targets(a) -> tuple[list, str|None]:
     "The inputs, and the output of a single run"
     ps = list(a.paths)
     many = a.output_dir is not None or len(ps) > 2 or (len(ps) == 2 and (a.inplace or a.jobs is not None))
-    if not ps:
-        if stat.S_ISFIFO(os.fstat(0).st_mode): ps = ['-']
-        else: raise BadArgumentError("no notebook given: headlesnb run INPUT [OUTPUT] (see headlesnb run --help)")
+    if not ps:  # `... | headlesnb run | ...`: papermill's `- -`, implied by the pipes
+        if not stat.S_ISFIFO(os.fstat(0).st_mode): raise BadArgumentError("no notebook given: headlesnb run INPUT [OUTPUT] (see headlesnb run --help)")
+        ps = ['-'] if a.output or a.inplace or sys.stdout.isatty() else ['-', '-']
     if many:
         if a.output: raise BadArgumentError("-o/--output names one output: with several notebooks give --output-dir DIR")
         if a.output_dir and a.inplace: raise BadArgumentError("give --output-dir or --inplace, not both")
@@ -824,7 +826,7 @@ def _run_one(a, inp:str, out:str|None) -> tuple[int, RunReport|None]:
 # %% ../nbs/22_run.ipynb #794febd3
 def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:
     "The command line of the child running `inp`: the parent's options, one notebook, no progress bar"
-    argv = [sys.executable, '-m', 'headlesnb.run', inp] + ([out] if out else []) + ['--status-file', status_file, '--no-progress-bar']
+    argv = [sys.executable, '-m', 'headlesnb.cli', 'run', inp] + ([out] if out else []) + ['--status-file', status_file, '--no-progress-bar']
     for flag, dest in (('-p', 'parameters'), ('-r', 'parameters_raw')):
         for n, v in getattr(a, dest): argv += [flag, n, v]
     for flag, dest in (('-f', 'parameters_file'), ('-y', 'parameters_yaml'), ('-b', 'parameters_base64')):
@@ -944,13 +946,58 @@ def _write_status(path, code:int, rep:RunReport|None, message:str=''):
         if rep.failure: d['message'] = f"cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']}): {rep.failure['ename']}"
     Path(path).write_text(json.dumps(d))
 
+# %% ../nbs/22_run.ipynb #f2d60567
+_PARAM_OPTS = {'-p': 'parameters', '--parameters': 'parameters', '-r': 'parameters_raw', '--parameters_raw': 'parameters_raw',
+               '--parameters-raw': 'parameters_raw', '-f': 'parameters_file', '--parameters_file': 'parameters_file',
+               '--parameters-file': 'parameters_file', '-y': 'parameters_yaml', '--parameters_yaml': 'parameters_yaml',
+               '--parameters-yaml': 'parameters_yaml', '-b': 'parameters_base64', '--parameters_base64': 'parameters_base64',
+               '--parameters-base64': 'parameters_base64'}
+
+def _split_parameters(argv:list) -> tuple[list, dict]:
+    "The command line without its parameter options, and their values by destination, in order"
+    rest, got, i = [], {}, 0
+    while i < len(argv):
+        t = argv[i]
+        if t == '--': rest += argv[i:]; break
+        name, eq, val = t.partition('=')
+        dest = _PARAM_OPTS.get(name)
+        if dest is None: rest.append(t); i += 1; continue
+        n = 2 if dest in ('parameters', 'parameters_raw') else 1
+        if eq:  # --parameters-yaml=VALUE
+            if n == 2: raise BadArgumentError(f"{name} takes NAME VALUE as two arguments")
+            got.setdefault(dest, []).append(val); i += 1; continue
+        vals = argv[i + 1:i + 1 + n]
+        if len(vals) < n: raise BadArgumentError(f"{t} needs {'NAME VALUE' if n == 2 else 'a value'}")
+        got.setdefault(dest, []).append(tuple(vals) if n == 2 else vals[0])
+        i += 1 + n
+    return rest, got
+
+# %% ../nbs/22_run.ipynb #0880198f
+@contextmanager
+def _sigterm_as_interrupt():
+    "SIGTERM (how schedulers stop a job) is handled as Ctrl-C, so the outputs so far are written; yields a list it fills"
+    got = []
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield got; return
+    def on_term(signum, frame):
+        got.append(signum)
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, on_term)
+    try: yield got
+    finally: signal.signal(signal.SIGTERM, old)
+
 def run_main(argv=None) -> int:
     "`headlesnb run`: parse `argv`, run, and return the exit status"
-    a = run_parser().parse_intermixed_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = run_parser()
+    try: argv, params = _split_parameters(argv)
+    except BadArgumentError as e: parser.error(str(e))
+    a = parser.parse_intermixed_args(argv)
+    for dest, vals in params.items(): getattr(a, dest).extend(vals)
     level = a.log_level or ('INFO' if a.log_output else 'WARNING')
-    code, rep, msg = 2, None, ''
+    code, rep, msg, term = 2, None, '', []
     try:
-        with _cli_logging(level):
+        with _cli_logging(level), _sigterm_as_interrupt() as term:
             inputs, out = _targets(a)
             if len(inputs) > 1 or a.output_dir is not None: return run_many(a, inputs)
             if out == '-':
@@ -967,6 +1014,7 @@ def run_main(argv=None) -> int:
         msg = f"{e.filename or 'output'}: {e.strerror or e}"
         print(f"headlesnb: {msg}", file=sys.stderr)
         code = 1
+    if code == 130 and term: code = 143  # the run said "interrupted"; it was a SIGTERM
     _write_status(a.status_file, code, rep, msg)
     return code
 
