@@ -825,8 +825,8 @@ def _run_one(a, inp:str, out:str|None) -> tuple[int, RunReport|None]:
 
 # %% ../nbs/22_run.ipynb #794febd3
 def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:
-    "The command line of the child running `inp`: the parent's options, one notebook, no progress bar"
-    argv = [sys.executable, '-m', 'headlesnb.cli', 'run', inp] + ([out] if out else []) + ['--status-file', status_file, '--no-progress-bar']
+    "The `headlesnb run` arguments of the child running `inp`: the parent's options, one notebook, no progress bar"
+    argv = [inp] + ([out] if out else []) + ['--status-file', status_file, '--no-progress-bar']
     for flag, dest in (('-p', 'parameters'), ('-r', 'parameters_raw')):
         for n, v in getattr(a, dest): argv += [flag, n, v]
     for flag, dest in (('-f', 'parameters_file'), ('-y', 'parameters_yaml'), ('-b', 'parameters_base64')):
@@ -868,6 +868,49 @@ def _plan(a, inputs:list) -> list[_Job]:
         jobs.append(_Job(inp, out))
     return jobs
 
+# %% ../nbs/22_run.ipynb #6419222d
+def _child_main(args:list, log_file):
+    "In a forked child: run one notebook as `headlesnb run args` would, then leave without the parent's exit handlers"
+    code = 2
+    try:
+        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644); os.dup2(fd, 2); os.close(fd)
+        null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 0); os.dup2(null, 1); os.close(null)
+        log.handlers.clear()  # the parent's handler came along
+        signal.signal(signal.SIGINT, signal.default_int_handler); signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        code = run_main(args)
+    except SystemExit as e: code = e.code if isinstance(e.code, int) else 2
+    except BaseException:
+        import traceback; traceback.print_exc()
+    finally:
+        try: sys.stdout.flush(); sys.stderr.flush()
+        finally: os._exit(code)
+
+class _Forked:
+    "A forked child running one notebook, with the part of `subprocess.Popen`'s interface the scheduler uses"
+    def __init__(self, args:list, log_file):
+        sys.stdout.flush(); sys.stderr.flush()
+        self.pid, self.returncode = os.fork(), None
+        if self.pid == 0: _child_main(args, log_file)
+    def poll(self):
+        if self.returncode is None:
+            pid, st = os.waitpid(self.pid, os.WNOHANG)
+            if pid: self.returncode = os.waitstatus_to_exitcode(st)
+        return self.returncode
+    def wait(self, timeout=None):
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end: raise subprocess.TimeoutExpired('headlesnb run', timeout)
+            time.sleep(0.02)
+        return self.returncode
+    def send_signal(self, sig):
+        if self.poll() is None: os.kill(self.pid, sig)
+    def kill(self): self.send_signal(signal.SIGKILL)
+
+def _start_child(args:list, log_file):
+    if hasattr(os, 'fork'): return _Forked(args, log_file)
+    with open(log_file, 'wb') as err:
+        return subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'run', *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+
 # %% ../nbs/22_run.ipynb #63cb0fad
 def _finish_job(j:_Job, rc:int, status_file:Path, log_file:Path, t0:float):
     j.seconds = time.monotonic() - t0
@@ -897,14 +940,14 @@ def run_many(a, inputs:list) -> int:
     if a.output_dir: Path(a.output_dir).mkdir(parents=True, exist_ok=True)
     n, width = len(jobs), a.jobs or os.cpu_count() or 1
     tmp = Path(tempfile.mkdtemp(prefix='headlesnb-jobs-'))
+    if hasattr(os, 'fork'): import headlesnb.kernel  # imported once here, before the children are forked
     todo, running, done, interrupted = list(enumerate(jobs)), {}, 0, False
     try:
         while todo or running:
             while todo and len(running) < width:
                 i, j = todo.pop(0)
                 sf, lf = tmp / f'{i}.json', tmp / f'{i}.log'
-                with open(lf, 'wb') as err:
-                    p = subprocess.Popen(_child_argv(a, j.inp, j.out, str(sf)), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+                p = _start_child(_child_argv(a, j.inp, j.out, str(sf)), lf)
                 running[p] = (j, sf, lf, time.monotonic())
             time.sleep(0.02)
             for p in [p for p in running if p.poll() is not None]:
