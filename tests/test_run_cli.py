@@ -205,6 +205,13 @@ def test_stdin_to_stdout_pipes(tmp_path):
                        shell=True, capture_output=True, text=True, timeout=120)  # no INPUT with a pipe on stdin: papermill's implicit -
     assert p.returncode == 0 and p.stdout == "['10\\n']\n", p.stderr
 
+def test_outputs_are_not_capped(tmp_path):
+    src = mk_nb(tmp_path / 'in.ipynb', 'print("x" * 300_000)', '"y" * 250_000')
+    r = hb(src, tmp_path / 'out.ipynb')
+    assert r.returncode == 0, r.stderr
+    nb = read(tmp_path / 'out.ipynb')  # a file gets what Jupyter would write: no truncation marker
+    assert texts(nb.cells[0]) == 'x' * 300_000 + '\n' and len(nb.cells[1].outputs[0].data['text/plain']) == 250_002
+
 def test_stdout_and_stderr_files(tmp_path):
     src = mk_nb(tmp_path / 'in.ipynb', 'import sys\nprint("out-1"); print("err-1", file=sys.stderr)', 'print("out-2")')
     r = hb(src, tmp_path / 'out.ipynb', '--stdout-file', tmp_path / 'o.txt', '--stderr-file', tmp_path / 'e.txt')
@@ -348,6 +355,23 @@ def test_jobs_runs_many_and_reports_a_failure(tmp_path):
     assert len(pids) == 3  # each notebook in its own process
     bad = read(tmp_path / 'out' / 'bad.ipynb')  # the parameters went in at its top too (it has no parameters cell)
     assert by_tag(bad, 'papermill-error-cell-tag') == [0, 3] and by_tag(bad, 'injected-parameters') == [1]
+
+def test_sigint_to_jobs_stops_every_child_with_partial_outputs(tmp_path):
+    nbs = [mk_nb(tmp_path / f'n{i}.ipynb', f'open({str(tmp_path / f"started-{i}")!r}, "w").close()', 'while True: pass') for i in range(3)]
+    p = subprocess.Popen([*HB, *map(str, nbs), '--output-dir', str(tmp_path / 'out'), '--jobs', '2'], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, preexec_fn=_default_sigint)
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / f'started-{i}').exists() for i in range(2)) and time.monotonic() < deadline: time.sleep(0.1)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)  # to the parent only: it passes the Ctrl-C on to the running children
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.strip().splitlines()[-1] == 'headlesnb: interrupted', err
+    assert not (tmp_path / 'started-2').exists()
+    rows = {Path(l.split()[0]).name: l.split()[1] for l in out.strip().splitlines()[1:]}
+    assert rows == {'n0.ipynb': 'interrupted', 'n1.ipynb': 'interrupted', 'n2.ipynb': 'not'}  # "not run"
+    for i in range(2):
+        nb = read(tmp_path / 'out' / f'n{i}.ipynb')
+        assert [c.metadata.papermill.status for c in nb.cells] == ['completed', 'failed'] and nb.cells[1].outputs[-1].ename == 'KeyboardInterrupt'
 
 def test_jobs_refuses_clashing_outputs_before_running(tmp_path):
     (tmp_path / 'a').mkdir(); (tmp_path / 'b').mkdir()
