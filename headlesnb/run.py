@@ -332,7 +332,8 @@ class _Bar:
     def draw(self, done:int, end:str=''):
         width = 30
         fill = width * done // max(self.total, 1)
-        self.stream.write(f'{chr(13) if self.tty else ""}{self.desc}: [{"#" * fill}{"." * (width - fill)}] {done}/{self.total} cells {time.monotonic() - self.t0:.1f}s{end}')
+        line = f'{self.desc}: [{"#" * fill}{"." * (width - fill)}] {done}/{self.total} cells {time.monotonic() - self.t0:.1f}s'
+        self.stream.write(f'\r{line}\x1b[K{end}' if self.tty else line + end)  # on a terminal: redrawn in place
         self.stream.flush()
     def update(self, done:int, cell=None):
         if cell is not None and 'papermill_description=' in cell.source:
@@ -839,9 +840,9 @@ def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:
         argv.append(on if getattr(a, dest) else off)
     for flag, dest in (('--engine', 'engine'), ('-k', 'kernel'), ('-l', 'language'), ('--cwd', 'cwd'), ('--log-level', 'log_level'),
                        ('--start-timeout', 'start_timeout'), ('--execution-timeout', 'execution_timeout'),
-                       ('--autosave-cell-every', 'autosave_cell_every'), ('--jupyter-url', 'jupyter_url'), ('--jupyter-token', 'jupyter_token')):
+                       ('--autosave-cell-every', 'autosave_cell_every'), ('--jupyter-url', 'jupyter_url')):
         if (v := getattr(a, dest)) is not None: argv += [flag, str(v)]
-    return argv
+    return argv  # the token goes by the environment: a command line is visible to every user of the machine
 
 @dataclass
 class _Job:
@@ -868,11 +869,12 @@ def _plan(a, inputs:list) -> list[_Job]:
         jobs.append(_Job(inp, out))
     return jobs
 
-# %% ../nbs/22_run.ipynb #6419222d
-def _child_main(args:list, log_file):
+# %% ../nbs/22_run.ipynb #1ed6f1bb
+def _child_main(args:list, log_file, env:dict):
     "In a forked child: run one notebook as `headlesnb run args` would, then leave without the parent's exit handlers"
     code = 2
     try:
+        os.environ.update(env)
         fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644); os.dup2(fd, 2); os.close(fd)
         null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 0); os.dup2(null, 1); os.close(null)
         log.handlers.clear()  # the parent's handler came along
@@ -887,10 +889,10 @@ def _child_main(args:list, log_file):
 
 class _Forked:
     "A forked child running one notebook, with the part of `subprocess.Popen`'s interface the scheduler uses"
-    def __init__(self, args:list, log_file):
+    def __init__(self, args:list, log_file, env:dict):
         sys.stdout.flush(); sys.stderr.flush()
         self.pid, self.returncode = os.fork(), None
-        if self.pid == 0: _child_main(args, log_file)
+        if self.pid == 0: _child_main(args, log_file, env)
     def poll(self):
         if self.returncode is None:
             pid, st = os.waitpid(self.pid, os.WNOHANG)
@@ -906,10 +908,12 @@ class _Forked:
         if self.poll() is None: os.kill(self.pid, sig)
     def kill(self): self.send_signal(signal.SIGKILL)
 
-def _start_child(args:list, log_file):
-    if hasattr(os, 'fork'): return _Forked(args, log_file)
+def _start_child(args:list, log_file, env:dict):
+    "A child running `headlesnb run args` with `env` added to its environment"
+    if hasattr(os, 'fork'): return _Forked(args, log_file, env)
     with open(log_file, 'wb') as err:
-        return subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'run', *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        return subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'run', *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, env={**os.environ, **env})
 
 # %% ../nbs/22_run.ipynb #63cb0fad
 def _finish_job(j:_Job, rc:int, status_file:Path, log_file:Path, t0:float):
@@ -947,7 +951,7 @@ def run_many(a, inputs:list) -> int:
             while todo and len(running) < width:
                 i, j = todo.pop(0)
                 sf, lf = tmp / f'{i}.json', tmp / f'{i}.log'
-                p = _start_child(_child_argv(a, j.inp, j.out, str(sf)), lf)
+                p = _start_child(_child_argv(a, j.inp, j.out, str(sf)), lf, {'JUPYTER_TOKEN': a.jupyter_token} if a.jupyter_token else {})
                 running[p] = (j, sf, lf, time.monotonic())
             time.sleep(0.02)
             for p in [p for p in running if p.poll() is not None]:
