@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['log', 'ERROR_MARKER_TAG', 'ERROR_MESSAGE_TEMPLATE', 'ERROR_ANCHOR_MSG', 'PapermillExecutionError', 'resolve_type',
            'collect_parameters', 'py_literal', 'parameters_source', 'first_tagged', 'inject_parameters',
-           'infer_parameters', 'parse_notebook', 'load_notebook', 'prepare_metadata', 'remove_error_markers',
-           'add_error_banner', 'notebook_language', 'make_run_kernel', 'NotebookExecutionError', 'DeadKernelError',
-           'RunReport', 'execute_notebook', 'run_parser', 'run_many', 'run_main']
+           'infer_parameters', 'dumps_notebook', 'parse_notebook', 'load_notebook', 'prepare_metadata',
+           'remove_error_markers', 'add_error_banner', 'notebook_language', 'make_run_kernel', 'NotebookExecutionError',
+           'DeadKernelError', 'RunReport', 'execute_notebook', 'run_parser', 'run_many', 'run_main']
 
 # %% ../nbs/22_run.ipynb #40b897bf
 import argparse, ast, base64, binascii, importlib.util, inspect, json, keyword, logging, math, os, platform, re
@@ -164,11 +164,15 @@ def _short(e) -> str:
     s = ' '.join(str(e).split())
     return s if len(s) <= 160 else s[:160] + '...'
 
+def dumps_notebook(nb) -> str:
+    "Notebook JSON text, as `nbformat.writes` gives it (without its validation pass)"
+    return nbformat.v4.writes_json(nb)
+
 def parse_notebook(data, name:str='<notebook>'):
     "A NotebookNode from notebook JSON (`bytes` or `str`); `CorruptFileError` naming `name` if it is not one"
     try: text = data.decode('utf-8') if isinstance(data, (bytes, bytearray)) else data
     except UnicodeDecodeError: raise CorruptFileError(f"{name}: not a notebook (not UTF-8 text)") from None
-    try: nb = nbformat.reads(text, as_version=4, capture_validation_error={})
+    try: nb = nbformat.convert(nbformat.reader.reads(text), 4)
     except Exception as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
     cells = nb.get('cells') if isinstance(nb, dict) else None
     if not isinstance(cells, list) or not isinstance(nb.get('metadata'), dict):
@@ -416,7 +420,7 @@ def _watch(self:_Run, stop:threading.Event):
 def save(self:_Run, force:bool=False):
     if self.save_fn is None: return
     if not force and (not self.incremental or time.monotonic() - self.saved_at < self.save_gap): return
-    with self.lock: text = nbformat.writes(self.nb)
+    with self.lock: text = dumps_notebook(self.nb)
     self.save_fn(text)
     self.saved_at = time.monotonic()
 
@@ -575,7 +579,7 @@ def _prepare(input_path, output_path, parameters, report_mode, language, kernel_
     params = dict(parameters or {})
     input_path, output_path = (str(p) if isinstance(p, Path) else p for p in (input_path, output_path))
     input_path, output_path = _format_path(input_path, params), _format_path(output_path, params)
-    if isinstance(input_path, nbformat.NotebookNode): nb = parse_notebook(nbformat.writes(input_path), 'the input notebook')
+    if isinstance(input_path, nbformat.NotebookNode): nb = parse_notebook(dumps_notebook(input_path), 'the input notebook')
     elif isinstance(input_path, str): nb = load_notebook(input_path)
     else: raise BadArgumentError(f"input_path must be a path, '-' or a NotebookNode, not {type(input_path).__name__}")
     if params:
@@ -599,7 +603,7 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
         save = _stdout_writer() if output_path == '-' else _file_writer(Path(output_path).expanduser().resolve())
     incremental = request_save_on_cell_execute and output_path != '-'
     if prepare_only:
-        if save: save(nbformat.writes(nb))
+        if save: save(dumps_notebook(nb))
         return RunReport(nb, total=sum(c.cell_type == 'code' for c in nb.cells))
     if cwd is None: cwd = Path(input_path).expanduser().resolve().parent if isinstance(input_path, str) and input_path != '-' else Path.cwd()
     else: log.info(f"Working directory: {cwd}")
