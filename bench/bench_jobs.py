@@ -2,7 +2,7 @@
 
 Each notebook waits 1 s in all (two sleeps) and computes a little; each runs in its own `headlesnb run` process.
 Alternately 3 times each; medians printed."""
-import json, statistics, subprocess, sys, tempfile, time
+import json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 def make_nb(path, i):
@@ -17,6 +17,7 @@ def timed(cmd):
     return time.perf_counter() - t
 
 if __name__ == '__main__':
+    print(f'load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the machine may be shared)')
     d = Path(tempfile.mkdtemp())
     nbs = []
     for i in range(8):

@@ -2,7 +2,7 @@
 
 Both are run as subprocesses with the same parameters (-p, -y), alternately, 5 times each; medians printed.
 headlesnb runs on its in-process kernel (the default for a Python notebook); papermill on the python3 kernelspec."""
-import json, statistics, subprocess, sys, tempfile, time
+import json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 def make_nb(path, n=40):
@@ -22,6 +22,7 @@ def timed(cmd):
     return time.perf_counter() - t
 
 if __name__ == '__main__':
+    print(f'load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the machine may be shared)')
     d = Path(tempfile.mkdtemp())
     make_nb(d / 'in.ipynb')
     params = ['-p', 'alpha', '0.6', '-p', 'name', 'bench', '-y', 'sizes: [1, 2, 3]']
