@@ -603,6 +603,7 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
     log.info(f"Input Notebook:  {input_path if isinstance(input_path, str) else '<NotebookNode>'}")
     log.info(f"Output Notebook: {output_path}")
     if save is None and output_path is not None:
+        if output_path != '-' and Path(output_path).expanduser().is_dir(): raise BadArgumentError(f"{output_path}: is a folder, not a notebook file")
         save = _stdout_writer() if output_path == '-' else _file_writer(Path(output_path).expanduser().resolve())
     incremental = request_save_on_cell_execute and output_path != '-'
     if prepare_only:

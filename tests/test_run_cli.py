@@ -283,6 +283,8 @@ def test_corrupt_or_missing_input_leaves_the_output_untouched(tmp_path):
         assert out.read_text() == 'precious'
     r = hb('-', out, input='not a notebook')
     assert r.returncode == 2 and 'standard input: not a readable notebook' in r.stderr and out.read_text() == 'precious'
+    r = hb(mk_nb(tmp_path / 'ok.ipynb', 'open("ran", "w").close()'), tmp_path)  # an output that is a folder: refused before running
+    assert r.returncode == 2 and 'is a folder' in r.stderr and not (tmp_path / 'ran').exists()
 
 @pytest.mark.skipif(HAS_SUBKERNEL, reason='headlesnb.subkernel is installed: R notebooks may then run on their kernelspec')
 def test_a_notebook_in_another_language_never_runs_as_python(tmp_path):
