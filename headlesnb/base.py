@@ -202,7 +202,7 @@ def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|N
                       + (f" (for {lang}: {', '.join(same)}; choose one with kernel=...)" if same else ''))
 
 def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, jupyter_token:str|None=None,
-                kernel_id:str|None=None, output_limit:int|None=None, mpl_format:str|None=None) -> Kernel:
+                kernel_id:str|None=None, output_limit:int|None=None, mpl_format:str|None=None, startup_timeout:float=60) -> Kernel:
     "A kernel by name: None or 'inprocess' runs in this process; a kernelspec name in a subprocess, or on `jupyter_url`"
     if kernel_id is not None and jupyter_url is None: raise BadArgumentError('kernel_id names a kernel of a Jupyter server: give jupyter_url too')
     if kernel == 'inprocess' or (kernel is None and jupyter_url is None):
@@ -211,9 +211,10 @@ def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, ju
         return InProcessKernel(cwd=cwd, mpl_format=mpl_format, output_limit=sys.maxsize if output_limit is None else output_limit)
     if jupyter_url is not None:
         from headlesnb.remote import RemoteKernel
-        return RemoteKernel(jupyter_url, jupyter_token, kernel_name=kernel or 'python3', kernel_id=kernel_id, output_limit=output_limit)
+        return RemoteKernel(jupyter_url, jupyter_token, kernel_name=kernel or 'python3', kernel_id=kernel_id, output_limit=output_limit,
+                            startup_timeout=startup_timeout)
     from headlesnb.subkernel import SubprocessKernel
-    return SubprocessKernel(kernel, cwd=cwd, output_limit=output_limit)
+    return SubprocessKernel(kernel, cwd=cwd, output_limit=output_limit, startup_timeout=startup_timeout)
 
 # %% ../nbs/09_base.ipynb #b224d520
 def _timing(res) -> dict:

@@ -38,3 +38,10 @@ if [ ! -x "$EG_VENV/bin/jupyter-enterprisegateway" ]; then
 fi
 "$EG_VENV/bin/python" -c "import enterprise_gateway, ipykernel"
 # ---- end: kernels ----
+
+# ---- begin: tests/test_run_cli.py (headlesnb run, papermill's command line) ----
+# papermill 2.7 (a dev dependency, installed above by '.[dev]') is the baseline the tests compare with; it runs
+# notebooks on the python3 kernelspec that ipykernel provides. Checked here so a missing piece fails early and clearly.
+python -c 'import papermill, yaml; assert papermill.__version__.startswith("2.7"), papermill.__version__'
+python -m jupyter kernelspec list 2>/dev/null | grep -q python3 || python -m ipykernel install --sys-prefix --name python3 >/dev/null
+# ---- end: tests/test_run_cli.py ----
