@@ -8,6 +8,7 @@ import pytest
 
 from headlesnb.errors import BadArgumentError, KernelError
 from headlesnb.kernel import RunResult
+from headlesnb.utils import strip_ansi
 from headlesnb.inprocess import RUN_LOCK, FifoLock, InProcessKernel
 
 pytestmark = pytest.mark.timeout(120)
@@ -86,6 +87,7 @@ def test_two_threads_two_kernels_never_cross_outputs():
 
 def test_busy_loop_timeout_stops_it_within_2s_and_kernel_goes_on(kernel):
     kernel.run('x = 41')
+    kernel.run('1/0')  # the first IPython traceback of a process imports its formatting (~0.6 s): not what is measured
     t0 = time.monotonic()
     r = kernel.run('while True: pass', timeout=1)
     assert time.monotonic() - t0 < 2
@@ -94,14 +96,14 @@ def test_busy_loop_timeout_stops_it_within_2s_and_kernel_goes_on(kernel):
     assert err['output_type'] == 'error' and err['ename'] == 'ExecutionTimeout'
     assert 'timed out after 1s' in err['evalue'] and 'interrupted' in err['evalue']
     r = kernel.run('x + 1')
-    assert r.ok and value(r) == '42' and r.execution_count == 3
+    assert r.ok and value(r) == '42' and r.execution_count == 4
 
 
 def test_timeout_keeps_output_so_far_and_where_it_stopped(kernel):
     r = kernel.run('print("before")\nn = 0\nwhile True:\n    n += 1', timeout=0.3)
     assert (r.status, r.stuck) == ('timeout', False) and text(r) == 'before\n'
     err = r.outputs[-1]
-    assert err['ename'] == 'ExecutionTimeout' and 'while True' in ''.join(err['traceback'])  # where it was stopped
+    assert err['ename'] == 'ExecutionTimeout' and 'while True' in strip_ansi(''.join(err['traceback']))  # where it was stopped (IPython's colours)
     assert value(kernel.run('n > 0')) == 'True'
 
 
@@ -262,15 +264,21 @@ def test_stuck_in_c_is_reported_and_recovered():
     for k in (ka, kb, other): k.close()
 
 
-def test_a_cell_cannot_run_restart_or_close_kernels_instead_of_deadlocking(kernel):
+def test_a_cell_may_run_other_kernels_but_not_its_own(kernel):
+    "A notebook may drive in-process kernels itself (nested runs); running, restarting or closing its own kernel would deadlock"
     other = InProcessKernel()
     kernel.namespace.update(me=kernel, other=other)
-    for call in ('other.run("1")', 'me.run("1")', 'me.restart()', 'other.close()'):
+    r = kernel.run('print("outer")\nr = other.run("print(\'inner\')\\n6 * 7")\nprint("after")\nr.outputs')
+    assert r.ok and text(r) == 'outer\nafter\n' and "'text': ['inner\\n']" in value(r) and "['42']" in value(r)
+    assert value(kernel.run('import asyncio\n(await other.arun("1 + 1")).outputs[0]["data"]["text/plain"]')) == "['2']"
+    for call in ('me.run("1")', 'me.restart()', 'me.close()'):
         r = kernel.run(call)
         assert r.status == 'error' and r.outputs[-1]['ename'] == 'KernelError', call
+    r = kernel.run('other.run("while True: pass", timeout=0.3).status')  # a nested timeout works
+    assert value(r) == "'timeout'"
     assert kernel.run('me.interrupt()\nwhile True: pass').status == 'interrupted'  # asking is fine: it stops this very cell
-    assert other.run('1').ok and not other.closed
-    other.close()
+    assert kernel.run('other.close()').ok and other.closed
+    assert not RUN_LOCK.locked()
 
 
 def test_close_frees_and_refuses():
