@@ -154,7 +154,7 @@ class _Run:
     def failure(self):
         with suppress(BaseException): return self.fut.exception(0)
 
-# %% ../nbs/06_inprocess.ipynb #20e2972d
+# %% ../nbs/06_inprocess.ipynb #a74e3932
 class _HereRun:
     "One cell run on the calling (main) thread, stopped by SIGINT sent to that thread"
     def __init__(self, kernel, shell, code:str):
@@ -209,6 +209,9 @@ class _HereRun:
             except KeyboardInterrupt: pass
             signal.signal(signal.SIGINT, host)
         return self.res
+
+    def result(self): return self.res
+    def failure(self): return None
 
 # %% ../nbs/06_inprocess.ipynb #15dcb5b3
 def _strip_py_magic(lines:list) -> list:
@@ -277,14 +280,34 @@ def _set_env(env:dict):
 def _host_state():
     "Give the host back its streams, stdin, argv, environment, current IPython shell, `__main__` and cwd after a run"
     saved = (sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv, InteractiveShell._instance,
-             sys.modules.get('__main__'), _getcwd())
+             atexit.register, atexit.unregister, sys.modules.get('__main__'), _getcwd())
     env = {k: os.environ.get(k) for k in _ENV_KEYS}
     try: yield
     finally:
-        sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv, InteractiveShell._instance = saved[:6]
-        if saved[6] is not None: sys.modules['__main__'] = saved[6]
+        (sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv, InteractiveShell._instance,
+         atexit.register, atexit.unregister) = saved[:8]
+        if saved[8] is not None: sys.modules['__main__'] = saved[8]
         _set_env(env)
-        _chdir(saved[7])
+        _chdir(saved[9])
+
+_ATEXIT = atexit.register, atexit.unregister  # the real ones
+
+class _Atexit:
+    "`atexit.register`/`unregister` for a kernel's cells: the handlers run when the kernel ends, as its process would end"
+    def __init__(self): self.handlers = []
+    def register(self, func, *args, **kwargs):
+        self.handlers.append((func, args, kwargs))
+        return _ATEXIT[0](func, *args, **kwargs)  # still run at exit if the host ends first
+    def unregister(self, func):
+        self.handlers = [h for h in self.handlers if h[0] != func]
+        _ATEXIT[1](func)
+    def run(self):
+        "The kernel ends: its handlers run, last registered first, while its namespace is still there"
+        hs, self.handlers = self.handlers, []
+        for func, args, kwargs in reversed(hs):
+            _ATEXIT[1](func)
+            try: func(*args, **kwargs)
+            except Exception as e: print(f'Exception ignored in atexit callback {func!r}: {e!r}', file=sys.__stderr__)
 
 def _error(ename:str, evalue:str, tb:list=()) -> dict:
     return {'output_type': 'error', 'ename': ename, 'evalue': evalue, 'traceback': [*tb, f'{ename}: {evalue}\n']}
@@ -321,7 +344,7 @@ class InProcessKernel(Kernel):
         shell = _Shell(self.mpl_format)
         shell.user_ns.update(self._ns)
         self._ns, self._cwd = {}, str(self.cwd) if self.cwd else _getcwd()
-        self._argv, self._displays = kernel_argv(uuid.uuid4()), {}
+        self._argv, self._displays, self._atexit = kernel_argv(), {}, _Atexit()
         backend = (os.environ.get('MPLBACKEND') or INLINE_BACKEND) if self.mpl_format else os.environ.get('MPLBACKEND')
         self._env = {**KERNEL_ENV, 'MPLBACKEND': backend}
         if self.cwd and str(self.cwd) not in sys.path: sys.path.insert(0, str(self.cwd))
@@ -434,7 +457,7 @@ def _take(self, nested:bool=False) -> bool:
     self._lock.release()
     return False
 
-# %% ../nbs/06_inprocess.ipynb #1368ed5f
+# %% ../nbs/06_inprocess.ipynb #34e6bc4e
 @patch_to(InProcessKernel)
 def _begin(self) -> tuple:
     "Set the process up for a run of this kernel (holding the locks); the shell, the count before it, the start time"
@@ -446,6 +469,7 @@ def _begin(self) -> tuple:
     shell = self._shell = self._shell or self._start()
     InteractiveShell._instance, sys.modules['__main__'] = shell, shell.user_module
     sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv = STDOUT, STDERR, refuse_input, refuse_getpass, self._argv
+    atexit.register, atexit.unregister = self._atexit.register, self._atexit.unregister
     _set_env(self._env)
     _chdir(self._cwd)
     cap = None if self.output_limit is None else (lambda o, n=self.output_limit: cap_output(o, n))
@@ -466,6 +490,7 @@ def _end(self, r, done:bool, n:int, started:str, timeout) -> InProcessResult:
     count = n if not done or shell.execution_count > n else None
     payload = shell.take_payload() if done else []
     if done and shell.exit_requested:  # exit(): this kernel's process would end; Jupyter starts a new one
+        self._atexit.run()
         _free(shell)
         self._shell, self._ns = None, {}
     return InProcessResult(outputs, count, status, started, utc_now(), stuck=not done, payload=payload)
@@ -507,7 +532,9 @@ def _retire(self, closing:bool):
     if closing: self._closed = True  # runs still queued see it and refuse
     self.interrupt()
     with self._lock:
-        if self._shell is not None: _free(self._shell)
+        if self._shell is not None:
+            with _host_state(): self._atexit.run()
+            _free(self._shell)
         self._shell, self._stuck, self._ns = None, None, {}
 
 @patch_to(InProcessKernel)
