@@ -65,6 +65,21 @@ _in_cell = threading.local()  # `.kernel`: the in-process kernel whose cell this
 
 def _cell_kernel(): return getattr(_in_cell, 'kernel', None)
 
+_thread_start = threading.Thread.start
+def _start(self):
+    "`Thread.start`, noting the kernel whose cell started the thread (directly or through other threads)"
+    self._hnb_parent = _cell_kernel() or getattr(threading.current_thread(), '_hnb_parent', None)
+    return _thread_start(self)
+threading.Thread.start = _start
+
+def _nesting(kernel) -> tuple:
+    """How a run asked for now relates to the cells running: (None, None) outside any; ('cell', k) from the thread of a
+    cell of kernel k; ('thread', k) from a thread that a cell of k started, while that cell still runs"""
+    if (k := _cell_kernel()) is not None: return 'cell', k
+    p = getattr(threading.current_thread(), '_hnb_parent', None)
+    if p is not None and p is not kernel and p._current is not None: return 'thread', p
+    return None, None
+
 def _in_select(f) -> bool:
     "Is frame `f` an event loop's selector waiting (the cell awaits rather than runs)?"
     return f is not None and f.f_code.co_name == 'select' and f.f_code.co_filename == selectors.__file__
@@ -277,18 +292,21 @@ def _set_env(env:dict):
             else: os.environ[k] = v
 
 @contextmanager
-def _host_state():
-    "Give the host back its streams, stdin, argv, environment, current IPython shell, `__main__` and cwd after a run"
+def _host_state(parent=None):
+    """Give the host back its streams, stdin, argv, environment, current IPython shell, `__main__` and cwd after a run
+    (for a run nested in a thread that kernel `parent`'s cell started: only if that cell still runs, else the
+    cell's own ending gave the host its state back already)"""
     saved = (sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv, InteractiveShell._instance,
              atexit.register, atexit.unregister, sys.modules.get('__main__'), _getcwd())
     env = {k: os.environ.get(k) for k in _ENV_KEYS}
     try: yield
     finally:
-        (sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv, InteractiveShell._instance,
-         atexit.register, atexit.unregister) = saved[:8]
-        if saved[8] is not None: sys.modules['__main__'] = saved[8]
-        _set_env(env)
-        _chdir(saved[9])
+        if parent is None or parent._current is not None:
+            (sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv, InteractiveShell._instance,
+             atexit.register, atexit.unregister) = saved[:8]
+            if saved[8] is not None: sys.modules['__main__'] = saved[8]
+            _set_env(env)
+            _chdir(saved[9])
 
 _ATEXIT = atexit.register, atexit.unregister  # the real ones
 
@@ -358,8 +376,8 @@ class InProcessKernel(Kernel):
         self._check_open()
         if self._shell is None:
             if getattr(_awaiting, 'kernel', None) is not None: _refuse_blocking('starting a kernel')
-            nested = _cell_kernel() is not None
-            with self._lock, (nullcontext() if nested else RUN_LOCK), _host_state():
+            nested, parent = _nesting(self)
+            with self._lock, (nullcontext() if nested else RUN_LOCK), _host_state(parent if nested == 'thread' else None):
                 self._check_open()
                 if self._shell is None: self._shell = self._start()
         return self._shell
@@ -382,13 +400,13 @@ def run(self, code:str, timeout:float|None=None) -> InProcessResult:
     "Run `code` (outputs as Jupyter stores them); after `timeout` seconds it is interrupted"
     _check_run(self, code, timeout)
     if getattr(_awaiting, 'kernel', None) is not None: _refuse_blocking('run()')
-    return self._run(code, timeout, _cell_kernel() is not None)
+    return self._run(code, timeout, *_nesting(self))
 
 @patch_to(InProcessKernel)
-def _run(self, code:str, timeout, nested:bool) -> InProcessResult:
+def _run(self, code:str, timeout, nested:str|None=None, parent=None) -> InProcessResult:
     here = (self.main_thread and not nested and threading.current_thread() is threading.main_thread()
             and asyncio._get_running_loop() is None)
-    with self._locks(nested), _host_state():
+    with self._locks(nested), _host_state(parent if nested == 'thread' else None):
         shell, n, started = self._begin()
         self._current = r = _HereRun(self, shell, code) if here else _Run(self, shell, code)
         try: done = True if here else r.start().wait(timeout, self.stop_grace, nested)
@@ -401,13 +419,14 @@ def _run(self, code:str, timeout, nested:bool) -> InProcessResult:
 
 @patch_to(InProcessKernel)
 @contextmanager
-def _locks(self, nested:bool):
-    "This kernel's lock and `RUN_LOCK`; a nested run takes only the kernel's, without waiting"
+def _locks(self, nested:str|None):
+    "This kernel's lock and `RUN_LOCK`; a nested run takes only the kernel's, and never waits for a run queued elsewhere"
     if not nested:
         with self._lock, RUN_LOCK: yield
         return
-    if not self._lock.acquire(blocking=False):
-        raise KernelError('this kernel is busy with a run queued from elsewhere: a cell cannot wait for it')
+    while not self._lock.acquire(timeout=0.05):  # held by another nested run (it ends), or by a run queued for RUN_LOCK
+        if nested == 'cell' or self._current is None:
+            raise KernelError('this kernel is busy with a run queued from elsewhere: a cell cannot wait for it')
     try: yield
     finally: self._lock.release()
 
@@ -415,9 +434,9 @@ def _locks(self, nested:bool):
 async def arun(self, code:str, timeout:float|None=None) -> InProcessResult:
     "`run` for asyncio code: a started, idle kernel is awaited on the event loop, without a thread hop"
     _check_run(self, code, timeout)
-    nested = _cell_kernel() is not None
-    if not self._take(nested):  # starting, queued or stuck: the blocking way, in a worker thread
-        try: return await asyncio.to_thread(self._run, code, timeout, nested)
+    nested, parent = _nesting(self)
+    if nested == 'thread' or not self._take(nested):  # starting, queued, stuck or nested in a thread: the blocking way
+        try: return await asyncio.to_thread(self._run, code, timeout, nested, parent)
         except asyncio.CancelledError: self.interrupt(); raise
     _awaiting.kernel = self
     try:

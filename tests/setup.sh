@@ -14,3 +14,10 @@ fi
 # The real dialoghelper client (0.2.41, needs Python 3.12) in its own cached venv: built once (~90 s), then only checked.
 python tests/dh_venv.py >/dev/null
 # ---- end: tests/test_server.py ----
+
+# ---- begin: tests/test_conformance.py (nbclient conformance suite) ----
+# pandas for the pandas probe (a dev dependency, installed above with .[dev]); numpy, matplotlib, sympy and scipy are
+# what the IPython example notebooks import. The python3 kernelspec (ipykernel) is what nbclient runs them on.
+python -m pip install -q 'pandas>=2.0' 'sympy>=1.12' 'scipy>=1.11'
+python -m ipykernel install --sys-prefix >/dev/null 2>&1 || true
+# ---- end: tests/test_conformance.py ----

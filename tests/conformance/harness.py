@@ -111,7 +111,7 @@ def run_nbclient(rel:str, timeout:float|None=None) -> dict:
             cells.append({'execution_count': c.execution_count, 'outputs': c.outputs} if ran else None)
         return normalise_run({'cells': cells, 'error': error}, wd)
 
-def run_kernel(rel:str, make_kernel, timeout:float|None=None) -> dict:
+def run_kernel(rel:str, make_kernel, timeout:float|None=None, progress=None) -> dict:
     """Execute with a headlesnb `Kernel` made by `make_kernel(cwd)`, as `headlesnb run --allow-errors` does:
     cell by cell in order, `skip-execution` honoured; a kernel that exits (ipykernel shuts down, and nbclient
     stops with DeadKernelError) ends the run the same way"""
@@ -121,6 +121,7 @@ def run_kernel(rel:str, make_kernel, timeout:float|None=None) -> dict:
         try:
             for c in nb.cells:
                 if error or not _executable(c): cells.append(None); continue
+                if progress: progress(normalise_run({'cells': cells + [None] * (len(nb.cells) - len(cells)), 'error': 'HostDied'}, wd))
                 r = kernel.run(c.source, timeout=timeout or TIMEOUTS.get(_key(rel), CELL_TIMEOUT))
                 cells.append({'execution_count': r.execution_count, 'outputs': r.outputs})
                 if r.status == 'timeout': error = 'CellTimeoutError'
@@ -140,6 +141,7 @@ _SUBS = [  # (pattern, replacement), applied to every string of every output, in
     (re.compile(r'[\d.]+ ?(ns|µs|us|ms|s) ± [\d.]+ ?(ns|µs|us|ms|s) per loop \(mean ± std\. dev\. of \d+ runs?, [\d,]+ loops? each\)'), 'TIMEIT'),
     (re.compile(r'kernel-[0-9a-f-]{36}\.json'), 'kernel-ID.json'),         # connection files
     (re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'), 'UUID'),  # random ids (uuid4) in HTML
+    (re.compile(r'display_id=[0-9a-f]{32}'), 'display_id=ID'),            # DisplayHandle's random ids
     (re.compile(r'The slowest run took [\d.]+ times longer than the fastest\. This could mean that an intermediate result is being cached\.\n'), ''),  # %timeit, by chance
 ]
 
@@ -237,8 +239,8 @@ def run_isolated(rel:str, backend:str='inprocess', timeout:float|None=None) -> d
         out = Path(tmp) / 'run.json'
         args = [sys.executable, __file__, '--run', backend, rel, str(out)] + ([f'--timeout={timeout}'] if timeout else [])
         p = subprocess.run(args, capture_output=True, text=True, cwd=tmp, timeout=1800)
-        if p.returncode or not out.exists(): raise RuntimeError(f'{rel} ({backend}) failed:\n{p.stderr[-4000:]}')
-        return json.loads(out.read_text())
+        if not out.exists(): raise RuntimeError(f'{rel} ({backend}) failed:\n{p.stderr[-4000:]}')
+        return json.loads(out.read_text())  # after a cell that killed the process: the cells before it, error HostDied
 
 def _first_difference(a, b, path='') -> str:
     "Where two normalised values first differ, with some context"
@@ -265,8 +267,9 @@ def describe(diffs:dict, rel:str, ref:dict, got:dict, full=False) -> str:
 def main(argv):
     if argv[:1] == ['--run']:  # the child of run_isolated: --run BACKEND NOTEBOOK OUT [--timeout=S]
         t = next((float(a.split('=')[1]) for a in argv if a.startswith('--timeout=')), None)
-        run = run_kernel(argv[2], FACTORIES[argv[1]](), t)
-        Path(argv[3]).write_text(json.dumps(run, ensure_ascii=False))
+        out = Path(argv[3])
+        def save(run): out.write_text(json.dumps(run, ensure_ascii=False))  # as it goes: a cell may kill the process
+        save(run_kernel(argv[2], FACTORIES[argv[1]](), t, progress=save))
         return
     full = '--full' in argv
     backend = 'inprocess-before' if '--before' in argv else next((a.split('=')[1] for a in argv if a.startswith('--backend=')), 'inprocess')
