@@ -181,14 +181,15 @@ class _DisplayHook(DisplayHook):
         o.flush_streams()
         if self.data: o.result(self.data, self.md, self.prompt_count)
 
-# %% ../nbs/06a_zmqshell.ipynb #31d56bf9
+# %% ../nbs/06a_zmqshell.ipynb #4cc75c08
 KERNEL_ENV = dict(TERM='xterm-color', CLICOLOR='1', FORCE_COLOR='1', CLICOLOR_FORCE='1', PAGER='cat', GIT_PAGER='cat')
 INLINE_BACKEND = 'module://matplotlib_inline.backend_inline'
 
 def kernel_argv() -> list:
-    "`sys.argv` as in an ipykernel started by nbclient: the launcher, `-f` and a connection file (a name only)"
+    "`sys.argv` as in an ipykernel started by nbclient: the launcher, `-f`, a connection file (a name only), nbclient's history option"
     import ipykernel_launcher
-    return [ipykernel_launcher.__file__, '-f', os.path.join(tempfile.gettempdir(), f'tmp{os.urandom(4).hex()}.json')]
+    conn = os.path.join(tempfile.gettempdir(), f'tmp{os.urandom(4).hex()}.json')
+    return [ipykernel_launcher.__file__, '-f', conn, '--HistoryManager.hist_file=:memory:']
 
 # %% ../nbs/06a_zmqshell.ipynb #7821f927
 class ZMQInteractiveShell(CaptureShell, IPyKernelShell):
