@@ -241,7 +241,6 @@ class _Shell(ZMQInteractiveShell):
         lazy = mpl_format is not None and 'matplotlib' not in sys.modules
         super().__init__(mpl_format=None if lazy else mpl_format)
         if lazy: self.config.InlineBackend.figure_formats = {mpl_format}
-        atexit.unregister(self.atexit_operations)  # it only ends the (in-memory, disabled) history, and fails from another thread
         self.input_transformers_cleanup.insert(0, _strip_py_magic)
         super().close()  # replace execnb's loop thread
         self._here, self._landed = None, False  # the event loop of runs on the main thread; a stop reached the cell

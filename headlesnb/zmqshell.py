@@ -6,8 +6,8 @@
 __all__ = ['FLUSH_INTERVAL', 'LOOP_SHELLS', 'RUNNING', 'STDOUT', 'STDERR', 'refuse_input', 'refuse_getpass', 'KERNEL_ENV',
            'INLINE_BACKEND', 'CellOutputs', 'current_outputs', 'OutStream', 'kernel_argv', 'ZMQInteractiveShell']
 
-# %% ../nbs/06a_zmqshell.ipynb #63506c63
-import io, os, sys, tempfile, threading, time
+# %% ../nbs/06a_zmqshell.ipynb #faa5a114
+import atexit, io, os, sys, tempfile, threading, time
 from types import MethodType
 from binascii import b2a_base64
 
@@ -191,7 +191,7 @@ def kernel_argv() -> list:
     conn = os.path.join(tempfile.gettempdir(), f'tmp{os.urandom(4).hex()}.json')
     return [ipykernel_launcher.__file__, '-f', conn, '--HistoryManager.hist_file=:memory:']
 
-# %% ../nbs/06a_zmqshell.ipynb #7821f927
+# %% ../nbs/06a_zmqshell.ipynb #79cb64b6
 class ZMQInteractiveShell(CaptureShell, IPyKernelShell):
     "execnb's `CaptureShell` behaving as ipykernel's shell: outputs in order into `_out`, IPython's tracebacks, payloads"
     displayhook_class, display_pub_class = _DisplayHook, _DisplayPublisher
@@ -204,6 +204,7 @@ class ZMQInteractiveShell(CaptureShell, IPyKernelShell):
         disable_async_magics(self)
         self.input_transformers_cleanup.remove(leading_comment_lines)
         with self.builtin_trap: self.extension_manager.load_extension('storemagic')  # IPython's kernel app loads it
+        atexit.unregister(self.atexit_operations)  # it ends the (in-memory, disabled) history, and fails from another thread
 
     def init_environment(self): "ipykernel sets `KERNEL_ENV` process-wide here; the kernel applies it per run instead"
 

@@ -21,6 +21,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CORPUS, PROBES, REFS = HERE / 'corpus', HERE / 'probes', HERE / 'refs'
 CELL_TIMEOUT = 60
+# Both kernels' processes get one string hash seed: set orders (in reprs, and inside IPython's traceback
+# rendering, which picks the context lines it shows through sets) would otherwise vary from run to run.
+HASH_SEED = '0'
 
 # ---------------------------------------------------------------------------------------------------------
 # Which notebooks, and what is known about them
@@ -66,10 +69,6 @@ INPROCESS_EXPECTED = {
         83: '%qtconsole starts a console connected to the kernel (in-process: nothing to connect to)'},
     # GUI event loops are run by the kernel process's own loop
     'ipython/examples/IPython Kernel/Terminal Usage.ipynb': {7: '%gui qt: ipykernel tries to start a Qt loop and logs that Qt is missing'},
-    # Not understood: IPython (stack_data) shows one more context line (`class Q:`) in this traceback here; which
-    # lines it shows depends on what it formatted earlier in the process (nbclient's own runs vary the same way
-    # when the cells are reordered). Deterministic on both sides.
-    'probes/probe_repr_errors.ipynb': {2: 'one more context line in the traceback of a __repr__ that raises'},
     # the kernel's process is the host's
     'nbclient/tests/files/Autokill.ipynb': {-1: 'the cell sends SIGTERM to its own process: the host dies with it, not a kernel',
                                             0: 'so the cell never reports'},
@@ -118,10 +117,13 @@ def run_nbclient(rel:str, timeout:float|None=None) -> dict:
                                 allow_errors=True, resources={'metadata': {'path': str(wd)}})
         error = None
         env = os.environ.pop('PYTEST_CURRENT_TEST', None)  # ipykernel watches fds unless it thinks it is under pytest
+        seed, os.environ['PYTHONHASHSEED'] = os.environ.get('PYTHONHASHSEED'), HASH_SEED
         try: client.execute()
         except (DeadKernelError, CellTimeoutError, RuntimeError) as e: error = type(e).__name__
         finally:
             if env is not None: os.environ['PYTEST_CURRENT_TEST'] = env
+            if seed is None: os.environ.pop('PYTHONHASHSEED')
+            else: os.environ['PYTHONHASHSEED'] = seed
         cells = []
         for c in nb.cells:
             ran = _executable(c) and (c.execution_count is not None or bool(c.outputs))
@@ -267,7 +269,7 @@ def run_isolated(rel:str, backend:str='inprocess', timeout:float|None=None) -> d
     with tempfile.TemporaryDirectory(prefix='hnb-conf-out-') as tmp:
         out = Path(tmp) / 'run.json'
         args = [sys.executable, __file__, '--run', backend, rel, str(out)] + ([f'--timeout={timeout}'] if timeout else [])
-        p = subprocess.run(args, capture_output=True, text=True, cwd=tmp, timeout=1800)
+        p = subprocess.run(args, capture_output=True, text=True, cwd=tmp, timeout=1800, env={**os.environ, 'PYTHONHASHSEED': HASH_SEED})
         if not out.exists(): raise RuntimeError(f'{rel} ({backend}) failed:\n{p.stderr[-4000:]}')
         return json.loads(out.read_text())  # after a cell that killed the process: the cells before it, error HostDied
 

@@ -48,10 +48,12 @@ PROBES = {
     "%debug",
     "print('still alive')",
 ],
+# (each raise on a line of its own: for `def f(self): raise X` on one line, which of the two statements IPython's
+# traceback (stack_data) takes the scope from depends on memory addresses, so its context lines vary between runs)
 'repr_errors': [
-    "class R:\n    def _repr_html_(self): raise ValueError('bad html')\n    def __repr__(self): return 'R()'\nR()",
-    "class Q:\n    def __repr__(self): raise ValueError('bad repr')\nQ()",
-    "from IPython.display import display\nclass M:\n    def _repr_markdown_(self): raise RuntimeError('bad md')\ndisplay(M())\nprint('after')",
+    "class R:\n    def _repr_html_(self):\n        raise ValueError('bad html')\n    def __repr__(self):\n        return 'R()'\nR()",
+    "class Q:\n    def __repr__(self):\n        raise ValueError('bad repr')\nQ()",
+    "from IPython.display import display\nclass M:\n    def _repr_markdown_(self):\n        raise RuntimeError('bad md')\ndisplay(M())\nprint('after')",
     "print(R())",
 ],
 'stdin': [
