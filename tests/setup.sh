@@ -16,8 +16,9 @@ python tests/dh_venv.py >/dev/null
 # ---- end: tests/test_server.py ----
 
 # ---- begin: tests/test_conformance.py (nbclient conformance suite) ----
-# pandas for the pandas probe (a dev dependency, installed above with .[dev]); numpy, matplotlib, sympy and scipy are
-# what the IPython example notebooks import. The python3 kernelspec (ipykernel) is what nbclient runs them on.
-python -m pip install -q 'pandas>=2.0' 'sympy>=1.12' 'scipy>=1.11'
+# pandas (the pandas probe) and papermill (papermill's own notebooks run it) are dev dependencies, installed above with
+# .[dev]; sympy and scipy are what the IPython example notebooks import. The references in tests/conformance/refs were
+# made with these installed: regenerate them (make_refs.py --all) after upgrading any of them, or IPython/ipykernel.
+python -m pip install -q 'pandas>=2.0' 'papermill>=2.6' 'sympy>=1.12' 'scipy>=1.11'
 python -m ipykernel install --sys-prefix >/dev/null 2>&1 || true
 # ---- end: tests/test_conformance.py ----
