@@ -45,3 +45,11 @@ fi
 python -c 'import papermill, yaml; assert papermill.__version__.startswith("2.7"), papermill.__version__'
 python -m jupyter kernelspec list 2>/dev/null | grep -q python3 || python -m ipykernel install --sys-prefix --name python3 >/dev/null
 # ---- end: tests/test_run_cli.py ----
+
+# ---- begin: tests/test_conformance.py (nbclient conformance suite) ----
+# pandas (the pandas probe) and papermill (papermill's own notebooks run it) are dev dependencies, installed above with
+# .[dev]; sympy and scipy are what the IPython example notebooks import. The references in tests/conformance/refs were
+# made with these installed: regenerate them (make_refs.py --all) after upgrading any of them, or IPython/ipykernel.
+python -m pip install -q 'pandas>=2.0' 'papermill>=2.6' 'sympy>=1.12' 'scipy>=1.11'
+python -m ipykernel install --sys-prefix >/dev/null 2>&1 || true
+# ---- end: tests/test_conformance.py ----
