@@ -510,6 +510,16 @@ def interrupt(self:DialogManager, dialog_name:str|None=None, clear_queue:bool=Tr
     return self._interrupt(dialog_name, clear_queue)
 
 @patch
+def list_variables(self:DialogManager, dialog_name:str|None=None) -> list:
+    "The variables of the dialog's kernel (name, type, short repr, size), without running code"
+    return self._variables(dialog_name)
+
+@patch
+def inspect_variable(self:DialogManager, name:str, dialog_name:str|None=None) -> dict:
+    "One variable (or dotted attribute) of the dialog's kernel, described at length"
+    return self._variable(dialog_name, name)
+
+@patch
 def restart_kernel(self:DialogManager, dialog_name:str|None=None) -> dict:
     "Restart the dialog's kernel (what runs is stopped, the run queue dropped)"
     return self._restart(dialog_name)

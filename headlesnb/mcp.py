@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['NOTEBOOK_TOOLS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED', 'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS',
-           'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'wants_progress', 'run_header', 'format_message',
-           'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
-           'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'register_agent_tools',
-           'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
+           'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables', 'format_variable', 'wants_progress',
+           'run_header', 'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools',
+           'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts',
+           'register_agent_tools', 'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
 # %% ../nbs/24_mcp.ipynb #8e6cadf4
 import argparse, base64, hmac, html, inspect, io, json, os, re, sys, threading, time
@@ -168,6 +168,26 @@ async def list_kernels(self:NotebookTools) -> CallToolResult:
     "List the kernel of each notebook in use: backend (inprocess, subprocess, remote), kernel, pid or remote kernel id, status (not started, idle, busy), execution count."
     def fmt(rows): return tsv(rows, ['notebook', 'backend', 'kernel', 'pid', 'status', 'execution_count']) if rows else "no notebooks in use"
     return await self._do(self.nm.list_kernels, fmt)
+
+def format_variables(rows:list) -> str:
+    "A kernel's variables as a table: name, type, size, short repr"
+    size = lambda v: 'x'.join(map(str, v['shape'])) if 'shape' in v else v.get('len', v.get('nbytes', ''))
+    return tsv([dict(v, size=size(v)) for v in rows], ['name', 'type', 'size', 'repr']) if rows else 'no variables'
+
+def format_variable(v:dict) -> str:
+    return f"{v['name']}: {v['type']}" + (f" (size {v.get('shape') or v.get('len') or v.get('nbytes')})" if {'shape', 'len', 'nbytes'} & set(v) else '') + f"\n{v.get('inspection') or v['repr']}"
+
+@patch
+async def list_variables(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
+    "List the variables of a notebook's kernel (name, type, size, short repr) without running a cell."
+    return await self._do(lambda: self.nm.list_variables(notebook_name), format_variables)
+
+@patch
+async def inspect_variable(self:NotebookTools,
+        name:Annotated[str, Field(description="A variable, or a dotted attribute path such as df.columns")],
+        notebook_name:_NbName=None) -> CallToolResult:
+    "Describe one variable of a notebook's kernel: type, size, value and docstring (as IPython's x? shows it)."
+    return await self._do(lambda: self.nm.inspect_variable(name, notebook_name), format_variable)
 
 @patch
 async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
@@ -640,6 +660,18 @@ async def interrupt_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallT
                                     (f"; dropped {_plural(d['dropped'], 'queued run')}" if d['dropped'] else ''))
 
 @patch
+async def list_dialog_variables(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
+    "List the variables of a dialog's kernel (name, type, size, short repr) without running code."
+    return await self._do(lambda: self.dm.list_variables(dialog_name), format_variables)
+
+@patch
+async def inspect_dialog_variable(self:DialogTools,
+        name:Annotated[str, Field(description="A variable, or a dotted attribute path such as df.columns")],
+        dialog_name:_DlgName=None) -> CallToolResult:
+    "Describe one variable of a dialog's kernel: type, size, value and docstring (as IPython's x? shows it)."
+    return await self._do(lambda: self.dm.inspect_variable(name, dialog_name), format_variable)
+
+@patch
 async def restart_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
     "Restart a dialog's kernel: a fresh namespace (queued runs dropped)."
     return await self._do(lambda: self.dm.restart_kernel(dialog_name),
@@ -652,7 +684,7 @@ _DESTROY = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=Fal
 _RUN = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 NOTEBOOK_TOOLS = dict(
-    list_files=_RO, list_kernels=_RO, list_notebooks=_RO, read_notebook=_RO, read_cell=_RO, history=_RO,
+    list_files=_RO, list_kernels=_RO, list_notebooks=_RO, read_notebook=_RO, read_cell=_RO, history=_RO, list_variables=_RO, inspect_variable=_RO,
     use_notebook=dict(_EDIT, idempotent_hint=True), unuse_notebook=dict(_DESTROY, idempotent_hint=True),
     restart_notebook=_DESTROY, insert_cell=_EDIT, overwrite_cell_source=dict(_DESTROY, idempotent_hint=True),
     edit_cell_source=_EDIT, delete_cell=_DESTROY, move_cell=_EDIT, swap_cells=_EDIT,
@@ -698,7 +730,7 @@ DIALOG_TOOLS = dict(
     run_msg=_RUN, execute_prompt=_RUN, dialog_undo=_EDIT, dialog_redo=_EDIT,
     toggle_export=_EDIT, toggle_comment=_EDIT, toggle_bookmark=_EDIT, toggle_header=_EDIT, copy_msgs=_EDIT, paste_msgs=_EDIT,
     dialog_files=_RO, create_dialog=dict(_EDIT, idempotent_hint=True), rm_dialog=_DESTROY,
-    interrupt_dialog=dict(_EDIT, idempotent_hint=True), restart_dialog=_DESTROY)
+    interrupt_dialog=dict(_EDIT, idempotent_hint=True), restart_dialog=_DESTROY, list_dialog_variables=_RO, inspect_dialog_variable=_RO)
 
 def _title(name): return name.replace('_', ' ').capitalize()
 

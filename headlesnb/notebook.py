@@ -298,6 +298,16 @@ def restart_notebook(self:NotebookManager, notebook_name:str|None=None) -> dict:
     return self._restart(notebook_name)
 
 @patch
+def list_variables(self:NotebookManager, notebook_name:str|None=None) -> list:
+    "The variables of the notebook's kernel (name, type, short repr, size), without running a cell"
+    return self._variables(notebook_name)
+
+@patch
+def inspect_variable(self:NotebookManager, name:str, notebook_name:str|None=None) -> dict:
+    "One variable (or dotted attribute, `df.columns`) of the notebook's kernel, described at length"
+    return self._variable(notebook_name, name)
+
+@patch
 def list_kernels(self:NotebookManager) -> list:
     "The kernel of every open notebook"
     return [dict(notebook=it.name, **self._kernel_info(it)) for it in list(self._items.values())]

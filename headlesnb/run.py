@@ -22,7 +22,8 @@ import headlesnb
 from .errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelError, NotFoundError
 from .document import atomic_write
 from fastcore.basics import patch
-from .base import kernel_for_notebook, make_kernel
+from .base import kernel_for_notebook, make_kernel, asked_exit
+from .kernel import RunResult
 
 # %% ../nbs/22_run.ipynb #bfdd8cad
 log = logging.getLogger('headlesnb.run')
@@ -244,7 +245,7 @@ def make_run_kernel(nb, kernel_name:str|None=None, language:str|None=None, cwd=N
     meta = {**nb.metadata, 'kernelspec': {**ks, 'language': lang}} if language else nb.metadata
     choice = kernel_for_notebook(meta, kernel_name, remote=bool(jupyter_url))
     return make_kernel(choice, cwd=cwd, jupyter_url=jupyter_url, jupyter_token=jupyter_token, output_limit=None, mpl_format=mpl_format,
-                       startup_timeout=start_timeout), choice
+                       startup_timeout=start_timeout, main_thread=True), choice
 
 # %% ../nbs/22_run.ipynb #e4b7ddc9
 def _strip_ansi(s:str) -> str: return re.sub(r'\x1b\[[0-9;?]*[ -/]*[@-~]', '', s)
@@ -336,6 +337,7 @@ class _Run:
         self.bar = _Bar(len(nb.cells)) if progress_bar else None
         self.lock = threading.RLock()  # guards the notebook and the current cell between this thread and the watcher
         self.current = self.prev_cap = None
+        self.exited = False  # a cell called exit(): the kernel is gone for the cells after it
         self.shown = {}
         self.saved_at = time.monotonic()
 
@@ -404,7 +406,6 @@ def save(self:_Run, force:bool=False):
 @patch
 def _exec(self:_Run, cell):
     "Run a code cell's source; a `RunResult`"
-    from headlesnb.kernel import RunResult
     with self.lock: self.current, self.prev_cap, self.shown = cell, _capture_of(self.kernel), {}
     started = _now()
     try: return self.kernel.run(cell.source, timeout=self.timeout)
@@ -465,7 +466,9 @@ def _cell(self:_Run, i:int, rep:RunReport) -> bool:
     go = True
     try:
         if cell.cell_type == 'code' and 'skip-execution' not in _tags(cell) and cell.source.strip():
-            res = self._exec(cell)
+            res = self._exec(cell) if not self.exited else RunResult(
+                [_error_output('DeadKernelError', 'the kernel exited (exit() in an earlier cell)')], None, 'dead', _iso(t0), _iso(_now()))
+            self.exited = self.exited or asked_exit(res)
             rep.ran += 1
             self._store(cell, res)
             self._emit_rest(res.outputs)
@@ -925,7 +928,7 @@ def run_many(a, inputs:list) -> int:
     if a.output_dir: Path(a.output_dir).mkdir(parents=True, exist_ok=True)
     n, width = len(jobs), a.jobs or os.cpu_count() or 1
     tmp = Path(tempfile.mkdtemp(prefix='headlesnb-jobs-'))
-    if hasattr(os, 'fork'): import headlesnb.inprocess  # noqa: F401  (imported once here, before the children are forked)
+    if hasattr(os, 'fork'): from headlesnb import inprocess as _  # imported once here, before the children are forked
     todo, running, done, interrupted = list(enumerate(jobs)), {}, 0, False
     try:
         while todo or running:

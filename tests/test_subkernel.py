@@ -5,7 +5,8 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
-from headlesnb.subkernel import SubprocessKernel, list_kernelspecs, namespace_variable, namespace_variables
+from headlesnb.subkernel import SubprocessKernel, list_kernelspecs
+from headlesnb.kernel import namespace_variable, namespace_variables
 from headlesnb.base import kernel_for_notebook, make_kernel
 
 def _interrupt_soon(k, after:float=0.5):
