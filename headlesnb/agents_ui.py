@@ -450,4 +450,5 @@ def transcript_text(agents:AgentManager, id:str) -> str:
     return '\n\n'.join(parts)
 
 # %% ../nbs/29_agents_ui.ipynb #b3ecedcf
-if __name__ == '__main__': sys.exit(agents_main())
+from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
+if __name__ == '__main__' and not in_notebook(): sys.exit(agents_main())

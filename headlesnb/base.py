@@ -204,7 +204,8 @@ def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|N
                       + (f" (for {lang}: {', '.join(same)}; choose one with kernel=...)" if same else ''))
 
 def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_id:str|None=None,
-                output_limit:int|None=None, mpl_format:str|None=None, startup_timeout:float=60, main_thread:bool=False) -> Kernel:
+                output_limit:int|None=None, mpl_format:str|None=None, startup_timeout:float=60, main_thread:bool=False,
+                env:dict|None=None) -> Kernel:
     "A kernel by name: None or 'inprocess' runs in this process; a kernelspec name in a subprocess, or on `jupyter_url`"
     if kernel_id is not None and jupyter_url is None: raise BadArgumentError('kernel_id names a kernel of a Jupyter server: give jupyter_url too')
     if kernel == 'inprocess' or (kernel is None and jupyter_url is None):
@@ -216,7 +217,7 @@ def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, ju
         return RemoteKernel(jupyter_url, jupyter_token, kernel_name=kernel or 'python3', kernel_id=kernel_id, output_limit=output_limit,
                             startup_timeout=startup_timeout)
     from headlesnb.subkernel import SubprocessKernel
-    return SubprocessKernel(kernel, cwd=cwd, output_limit=output_limit, startup_timeout=startup_timeout)
+    return SubprocessKernel(kernel, cwd=cwd, env=env, output_limit=output_limit, startup_timeout=startup_timeout)
 
 # %% ../nbs/09_base.ipynb #b224d520
 def _timing(res) -> dict:
@@ -274,7 +275,8 @@ def _kernel(self:BaseManager, it:Item):
             else:
                 name = kernel_for_notebook(it.doc.metadata, it.state.get('kernel') or self.kernel, remote=bool(self.jupyter_url))
                 it.kernel = make_kernel(name, cwd=it.path.parent, jupyter_url=self.jupyter_url, jupyter_token=self.jupyter_token,
-                                        kernel_id=it.state.get('kernel_id'), output_limit=self.output_limit, mpl_format=self.mpl_format)
+                                        kernel_id=it.state.get('kernel_id'), output_limit=self.output_limit, mpl_format=self.mpl_format,
+                                        env=self._kernel_env(it))
             self._kernel_started(it)
         return it.kernel
 
@@ -323,6 +325,11 @@ def _open_with_kernel(self:BaseManager, name:str, path, mode:str, kernel:str|Non
 
 @patch
 def _kernel_started(self:BaseManager, it:Item): "Hook: prepare a freshly started kernel"
+
+@patch
+def _kernel_env(self:BaseManager, it:Item) -> dict:
+    "Hook: environment variables a kernel process of the item gets"
+    return {}
 
 
 @patch

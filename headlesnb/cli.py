@@ -40,4 +40,5 @@ def main(argv=None) -> int:
     return 2
 
 # %% ../nbs/21_cli.ipynb #ea5396d5
-if __name__ == '__main__': sys.exit(main())
+from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
+if __name__ == '__main__' and not in_notebook(): sys.exit(main())

@@ -444,7 +444,11 @@ def toggle_bookmark(self:DialogManager, msg_id:str, n:int, dialog_name:str|None=
 # %% ../nbs/13_dialog.ipynb #e836e4e8
 @patch
 def _kernel_started(self:DialogManager, it):
-    it.kernel.namespace['__dialog_name'] = it.name
+    try: it.kernel.namespace['__dialog_name'] = it.name  # in-process: where dialoghelper looks first
+    except KernelError: pass  # a kernel process: it has the name in its environment (`_kernel_env`)
+
+@patch
+def _kernel_env(self:DialogManager, it) -> dict: return {'__DIALOG_NAME': it.name}
 
 @patch
 def _current(self:DialogManager, it, msg_id) -> str:

@@ -969,4 +969,5 @@ def mcp_main(argv=None):
     uvicorn.run(http_app(srv, a.host, token), host=a.host, port=a.port, log_level='warning')
 
 # %% ../nbs/24_mcp.ipynb #b165ff0e
-if __name__ == '__main__': mcp_main()
+from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
+if __name__ == '__main__' and not in_notebook(): mcp_main()

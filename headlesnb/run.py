@@ -1050,4 +1050,5 @@ def run_main(argv=None) -> int:
     return code
 
 # %% ../nbs/22_run.ipynb #d1ef52b6
-if __name__ == '__main__': sys.exit(run_main())
+from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
+if __name__ == '__main__' and not in_notebook(): sys.exit(run_main())

@@ -573,4 +573,5 @@ def serve_main(argv=None):
     server.run()
 
 # %% ../nbs/28_server_app.ipynb #cc1b4197
-if __name__ == '__main__': serve_main()
+from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
+if __name__ == '__main__' and not in_notebook(): serve_main()
