@@ -22,7 +22,7 @@ import headlesnb
 from .errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelError, NotFoundError
 from .document import atomic_write
 from fastcore.basics import patch
-from .base import kernel_for_notebook, make_kernel, asked_exit
+from .base import kernel_for_notebook, make_kernel, asked_exit, run_timing, apply_display_updates
 from .kernel import RunResult
 
 # %% ../nbs/22_run.ipynb #bfdd8cad
@@ -429,8 +429,8 @@ def _store(self:_Run, cell, res):
     with self.lock:
         cell.outputs = [_joined(o) for o in res.outputs]
         cell.execution_count = res.execution_count
-        cell.metadata['execution'] = {'iopub.status.busy': res.started, 'iopub.execute_input': res.started,
-                                      'shell.execute_reply': res.ended, 'iopub.status.idle': res.ended}
+        cell.metadata['execution'] = run_timing(res)
+        apply_display_updates(self.nb.cells, res.display_updates)
 
 @patch
 def _failure(self:_Run, i:int, cell, res) -> dict:

@@ -1,6 +1,11 @@
-"Shared by the test suites: no process a test starts outlives it, and free ports on 127.0.0.1"
-import socket
+"Shared by the test suites: no process a test starts outlives it, free ports on 127.0.0.1, headless Chromium, and kernel helpers"
+import socket, threading, time
+from pathlib import Path
 import psutil, pytest
+
+CHROMIUM = '/usr/bin/chromium'  # Debian's package (tests/setup.sh installs it); playwright's own browser download is not used
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 @pytest.fixture(autouse=True)
 def reap_children():
@@ -21,3 +26,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture
+def browser():
+    "Headless Chromium driven by playwright, closed at the end of the test"
+    assert Path(CHROMIUM).exists(), f'{CHROMIUM} is not installed (tests/setup.sh installs it)'
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try: yield b
+        finally: b.close()
+
+def interrupt_soon(k, after:float=0.5):
+    "Interrupt kernel `k` from another thread once its cell is executing (interrupt() is False before that)"
+    def go():
+        time.sleep(after)
+        end = time.monotonic() + 30
+        while not k.interrupt() and time.monotonic() < end: time.sleep(0.05)
+    threading.Thread(target=go, daemon=True).start()
+
+def run_text(r) -> str:
+    "The text of a kernel run's last output"
+    o = r.outputs[-1]
+    return ''.join(o['data']['text/plain']) if 'data' in o else ''.join(o.get('text', o.get('evalue', '')))

@@ -11,7 +11,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from headlesnb.agents import AgentManager, SessionStore
-from headlesnb.agent_runners import tmux_sessions, spec_alive, proc_start
+from headlesnb.agent_runners import tmux_sessions, proc_start
 from headlesnb.llm import AnthropicClient
 from fake_anthropic import FakeAnthropic
 
@@ -306,7 +306,7 @@ def last_result(body) -> str:
 
 def test_dialog_agent_end_to_end(root):
     "The child opens a file, spawns a grandchild, waits, answers; the activity is seen while each tool call is in flight"
-    gate_read, gate_wait, gate_shell = threading.Event(), threading.Event(), threading.Event()
+    gate_read, gate_wait = threading.Event(), threading.Event()
     def held(ev, reply):
         def f(body):
             assert ev.wait(30), 'the test never released this request'
@@ -568,7 +568,6 @@ def test_tui_pilot(root):
             await pilot.press('l'); await pilot.pause()
             assert app.rows['1'].is_expanded
             # another process aborts 1: the tree shows it within a second
-            t = time.monotonic()
             hnb('abort', '1', root=root, check=True)
             t_cli = time.monotonic()
             while '✗ aborted' not in str(app.rows['1.0'].label):

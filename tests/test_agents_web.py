@@ -1,7 +1,6 @@
 """The live tree page of agents (`agent_routes`, mounted by `headlesnb serve`): a real uvicorn server on 127.0.0.1,
 httpx for the HTTP surface and the event stream, and headless Chromium (playwright) for the page itself."""
-import json, subprocess, sys, threading, time
-from pathlib import Path
+import json, threading, time
 
 import httpx, pytest, uvicorn
 from starlette.applications import Starlette
@@ -10,9 +9,6 @@ from headlesnb.agents import AgentManager, SessionStore
 from conftest import free_port
 
 pytestmark = pytest.mark.timeout(120)
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
 EVIL = '<img src=x onerror="window.pwned=1">"quoted" & <b>bold</b>'
 
 
@@ -78,14 +74,6 @@ def test_abort_takes_json_only(site):
     assert st.read('0', 'state') == 'aborted' and st.read('0.0', 'state') == 'done'
 
 
-@pytest.fixture
-def browser():
-    assert Path(CHROMIUM).exists(), f'{CHROMIUM} is not installed (tests/setup.sh installs it)'
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try: yield b
-        finally: b.close()
 
 
 def test_page_in_a_browser(site, browser):

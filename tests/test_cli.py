@@ -1,7 +1,7 @@
 "The `headlesnb` command as a real subprocess: exit codes, outputs written, errors shown"
 import json, subprocess, sys
 from pathlib import Path
-import nbformat, pytest
+import nbformat
 
 def nb_file(path, sources):
     cells = [dict(cell_type='code', id=f'c{i}', metadata={}, outputs=[], execution_count=None, source=s) for i, s in enumerate(sources)]

@@ -17,11 +17,7 @@ pytestmark = pytest.mark.timeout(600)
 
 def _kernels():
     "Each backend under test (a name in harness.FACTORIES): {notebook: {cell: why}} of the differences it is allowed"
-    ks = {'inprocess': harness.INPROCESS_EXPECTED}
-    try: import headlesnb.subkernel  # noqa: F401 (the subprocess backend, once it exists)
-    except ImportError: pass
-    else: ks['subprocess'] = {}  # identical on every notebook
-    return ks
+    return {'inprocess': harness.INPROCESS_EXPECTED, 'subprocess': harness.SUBPROCESS_EXPECTED}
 
 KERNELS = _kernels()
 NOTEBOOKS = harness.notebooks()

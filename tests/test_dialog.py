@@ -1,7 +1,6 @@
 """DialogManager end to end: the real anthropic SDK against a local fake Messages API, aidialog round trips,
 the context budget, and the run queue (real kernels, real files; only the Claude API is faked)."""
 import json, threading, time
-from pathlib import Path
 import pytest
 from aidialog.dialog import Dialog
 from aidialog.ipynb import read_ipynb, write_ipynb, _reply_sep
@@ -71,16 +70,16 @@ def test_no_key_is_a_clear_error(root, monkeypatch):
 def test_budget_keeps_newest_and_pinned_and_never_sends_skipped(root):
     mock = MockLLMClient(['ok'], context_window=1600, max_tokens=200)
     dm = make(root, llm=mock)
-    pinned = dm.add_message('PINNED-FACT ' + 'p' * 200, 'note', pinned=1)
+    dm.add_message('PINNED-FACT ' + 'p' * 200, 'note', pinned=1)
     old = [dm.add_message(f'OLD-{i} ' + 'x' * 800, 'note')['id'] for i in range(10)]
     dm.add_message('SKIPPED-SECRET', 'note', skipped=1)
-    new = dm.add_message('NEWEST-NOTE', 'note')
+    dm.add_message('NEWEST-NOTE', 'note')
     p = dm.add_message('question?', 'prompt')
     r = dm.execute_prompt(p['id'])
     sent = '\n'.join(texts(mock.requests[0]))
     assert 'PINNED-FACT' in sent and 'NEWEST-NOTE' in sent and 'SKIPPED-SECRET' not in sent
     assert r['dropped'] and r['dropped'] == old[:len(r['dropped'])]  # the oldest went first
-    assert f'OLD-9 ' in sent and 'OLD-0 ' not in sent
+    assert 'OLD-9 ' in sent and 'OLD-0 ' not in sent
     assert f"[{len(r['dropped'])} earlier message(s) left out" in sent
     dm.close_all()
 

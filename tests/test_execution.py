@@ -1,6 +1,5 @@
 "NotebookManager execution with real in-process kernels: isolation of outputs, timeouts, caps, cwd, run_all"
-import json, os, threading, time
-from pathlib import Path
+import os, threading, time
 import nbformat, pytest
 from headlesnb import NotebookManager
 from headlesnb.errors import BadArgumentError, NotFoundError

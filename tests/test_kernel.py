@@ -1,7 +1,6 @@
 """InProcessKernel with real shells (nothing mocked): serialised runs, stopping code, capped outputs,
 execution counts, process state given back to the host, stuck-in-C reporting, and memory freed on close."""
 import gc, os, sys, threading, time, weakref
-from pathlib import Path
 
 import psutil
 import pytest

@@ -8,11 +8,11 @@ use_notebook/connect_to_jupyter reach a real Jupyter server, and `headlesnb run`
 import json, os, subprocess, sys, time
 from pathlib import Path
 
-import psutil, pytest, requests
+import psutil, pytest
 from headlesnb import NotebookManager, DialogManager
 from headlesnb.errors import KernelError
 from test_mcp import stdio_session, ok, err, run
-from test_remote import jupyter_server  # noqa: F401  (a real `jupyter server` on 127.0.0.1, stopped by PID)
+from test_remote import jupyter_server  # noqa: F401  (a fixture: a real `jupyter server` on 127.0.0.1, stopped by PID)
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(300)

@@ -7,7 +7,6 @@ Every server process is stopped by PID at the end of its test, whatever happens.
 """
 import base64, json, os, re, socket, subprocess, sys, time
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import anyio
 import httpx2

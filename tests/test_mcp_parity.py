@@ -12,7 +12,7 @@ The fixture tests/fixtures/jms-1.5.2-*.json was recorded from the real jupyter-m
   converted to the current form (which aidialog reads) on the first edit.
 Every server process is stopped by PID at the end of its test (conftest reaps the rest).
 """
-import hashlib, json, os, signal, subprocess, sys, time
+import json, signal, subprocess, sys, time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import pytest
 from aidialog.ipynb import read_ipynb
 from conftest import free_port
 from mcp.types import CallToolResult, TextContent
-from test_mcp import err, http_server, http_session, ok, run, stdio_session, text  # noqa: F401 (http_server is a fixture)
+from test_mcp import err, http_server, http_session, ok, run, stdio_session, text  # noqa: F401  (http_server is a fixture)
 
 from headlesnb import DialogManager
 from headlesnb.utils import content_hash

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from headlesnb.errors import BadArgumentError, HeadlesnbError, NotFoundError, PathOutsideRootError
+from headlesnb.errors import BadArgumentError, HeadlesnbError, PathOutsideRootError
 from headlesnb.notebook import NotebookManager
 
 NB = {'cells': [{'cell_type': 'markdown', 'id': 'c0', 'metadata': {}, 'source': ['# secret']}],

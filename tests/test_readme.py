@@ -21,7 +21,7 @@ links a heading of the README. External links cannot be checked offline: their f
 host) and nothing else. Files named in prose or inline code (`name.ext`) must be in the repository, be made by the
 snippets, or be in `NOT_OURS` with the reason.
 """
-import json, os, re, secrets, shutil, signal, subprocess, sys, time
+import json, os, re, secrets, signal, subprocess, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse

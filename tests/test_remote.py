@@ -1,13 +1,13 @@
 "RemoteKernel against a real `jupyter server` and a real Jupyter Enterprise Gateway 3.3 on 127.0.0.1"
-import json, os, re, secrets, signal, subprocess, sys, textwrap, threading, time
+import json, os, re, secrets, subprocess, sys, textwrap, time
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat, psutil, pytest, requests
+import nbformat, pytest, requests
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
-from conftest import free_port
+from conftest import free_port, interrupt_soon, run_text
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
 from headlesnb.remote import RemoteKernel
 from headlesnb.base import make_kernel
@@ -76,17 +76,6 @@ def rk(server):
     yield k
     k.close()
 
-def _interrupt_soon(k, after:float=0.5):
-    "Interrupt `k` from another thread once its cell is executing (interrupt() is False before that)"
-    def go():
-        time.sleep(after)
-        end = time.monotonic() + 30
-        while not k.interrupt() and time.monotonic() < end: time.sleep(0.05)
-    threading.Thread(target=go, daemon=True).start()
-
-def text(r) -> str:
-    o = r.outputs[-1]
-    return ''.join(o['data']['text/plain']) if 'data' in o else ''.join(o.get('text', o.get('evalue', '')))
 
 PROBES = [
     'import sys\nprint("a", flush=True)\nprint("b", file=sys.stderr, flush=True)\nprint("c")',
@@ -126,10 +115,10 @@ def test_timeout_and_interrupt(server, rk):
     t0 = time.monotonic()
     r = rk.run('import time; time.sleep(100)', timeout=1)
     assert (r.status, r.outputs[-1]['ename']) == ('timeout', 'ExecutionTimeout') and time.monotonic() - t0 < 15
-    _interrupt_soon(rk)
+    interrupt_soon(rk)
     r = rk.run('import time; time.sleep(30)')
     assert (r.status, r.outputs[-1]['ename'] if r.outputs else None) == ('interrupted', 'KeyboardInterrupt'), r
-    assert text(rk.run('x')) == '1'  # the kernel lived through both
+    assert run_text(rk.run('x')) == '1'  # the kernel lived through both
 
 def test_hard_stop_restarts_the_kernel_on_the_server(server, rk):
     rk.run('x = 1')
@@ -138,7 +127,7 @@ def test_hard_stop_restarts_the_kernel_on_the_server(server, rk):
     r2 = rk.run('"x" in globals()')
     took = time.monotonic() - t0
     assert r.status == 'timeout' and 'its kernel was killed' in r.outputs[-1]['evalue'], r
-    assert (text(r2), rk.kernel_id) == ('False', kid)  # a new process under the same id
+    assert (run_text(r2), rk.kernel_id) == ('False', kid)  # a new process under the same id
     print(f'{server.name}: remote hard stop and next cell in {took:.1f}s')
     assert took < 60
 
@@ -147,7 +136,7 @@ def test_restart(server, rk):
     kid = rk.kernel_id
     rk.restart()
     r = rk.run('"y" in globals()')
-    assert (text(r), r.execution_count, rk.kernel_id) == ('False', 1, kid)
+    assert (run_text(r), r.execution_count, rk.kernel_id) == ('False', 1, kid)
 
 def test_dying_kernel_is_survived(server, rk):
     rk.run('x = 1')
@@ -155,7 +144,7 @@ def test_dying_kernel_is_survived(server, rk):
     assert r.status == 'dead' and r.outputs[-1]['ename'] == 'DeadKernelError', r
     assert 'the server reported the kernel' in r.outputs[-1]['evalue']
     r2 = rk.run('"x" in globals()')
-    assert (r2.status, text(r2)) == ('ok', 'False')
+    assert (r2.status, run_text(r2)) == ('ok', 'False')
 
 def test_attach_by_kernel_id_and_shutdown_on_close(server):
     k = RemoteKernel(server.url, server.token)
@@ -163,9 +152,9 @@ def test_attach_by_kernel_id_and_shutdown_on_close(server):
     kid = k.kernel_id
     with make_kernel('python3', jupyter_url=server.url, jupyter_token=server.token, kernel_id=kid) as k2:
         assert type(k2) is RemoteKernel and not k2.owned
-        assert text(k2.run('shared')) == "'yes'"
+        assert run_text(k2.run('shared')) == "'yes'"
     assert kid in server.kernel_ids()  # letting go of an attached kernel does not shut it down
-    assert text(k.run('shared')) == "'yes'"
+    assert run_text(k.run('shared')) == "'yes'"
     k.close()
     assert kid not in server.kernel_ids()
     with pytest.raises(KernelError, match='does not exist'): RemoteKernel(server.url, server.token, kernel_id=kid).run('1')
@@ -210,5 +199,5 @@ def test_kernel_choice_on_a_server(server):
     with pytest.raises(KernelError, match=r"needs the 'ir' kernel \(R\), which is not installed; installed: .*python3"):
         kernel_for_notebook({'kernelspec': {'name': 'ir', 'language': 'R'}}, installed=specs, remote=True)
     with make_kernel(None, jupyter_url=server.url, jupyter_token=server.token) as k:
-        assert type(k) is RemoteKernel and k.kernel_name == 'python3' and text(k.run('6 * 7')) == '42'
+        assert type(k) is RemoteKernel and k.kernel_name == 'python3' and run_text(k.run('6 * 7')) == '42'
     assert type(make_kernel('inprocess', jupyter_url=server.url)).__name__ == 'InProcessKernel'

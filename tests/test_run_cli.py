@@ -1,6 +1,6 @@
 """`headlesnb run` with papermill 2.7's command line, as real subprocesses: options, parameters, injection, logs,
 pipes, signals, the error banner, --jobs, and papermill's own test notebooks compared with papermill's outputs."""
-import base64, importlib.util, json, os, re, shutil, signal, subprocess, sys, time
+import base64, importlib.util, json, re, shutil, signal, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
 
@@ -107,7 +107,7 @@ def _injected(path):
 
 @needs_papermill
 def test_injected_cell_and_precedence_match_papermill(tmp_path):
-    src = mk_nb(tmp_path / 'in.ipynb', ('x = 0', ['parameters']), 'print(x)')
+    mk_nb(tmp_path / 'in.ipynb', ('x = 0', ['parameters']), 'print(x)')
     (tmp_path / 'p.yaml').write_text('x: from-file\nf: 1\nnested: {k: [1, 2.5, null, true]}\nwhen: 2024-01-02\n')
     b64 = base64.b64encode(b'x: from-b64\nb: yes\n').decode()
     lines = [  # the same name from every source, in scrambled command-line orders: -r > -p > -y > -f > -b
@@ -326,7 +326,7 @@ def test_report_mode_hides_code_inputs(tmp_path):
 
 def test_cwd_defaults_to_the_notebooks_folder(tmp_path):
     (tmp_path / 'nbdir').mkdir(); (tmp_path / 'other').mkdir()
-    src = mk_nb(tmp_path / 'nbdir' / 'in.ipynb', 'import os; print(os.getcwd())')
+    mk_nb(tmp_path / 'nbdir' / 'in.ipynb', 'import os; print(os.getcwd())')
     r = hb('nbdir/in.ipynb', 'out.ipynb', cwd=tmp_path)
     assert r.returncode == 0 and texts(read(tmp_path / 'out.ipynb').cells[0]) == f'{tmp_path / "nbdir"}\n'
     r = hb('nbdir/in.ipynb', 'out.ipynb', '--cwd', 'other', cwd=tmp_path)

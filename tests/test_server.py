@@ -11,7 +11,7 @@
 - Bad requests: each gets a JSON error; the server keeps working and the dialog file is untouched.
 Every server process and browser is stopped by PID at the end of its test, whatever happens.
 """
-import json, os, random, re, shutil, socket, subprocess, sys, threading, time
+import json, os, random, re, subprocess, sys, threading, time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,9 +24,6 @@ sys.path.insert(0, str(HERE))
 import dh_venv  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 
 # ---------------------------------------------------------------- helpers
@@ -121,14 +118,6 @@ def test_real_client(server, dh_python):
 
 
 # ---------------------------------------------------------------- the browser
-@pytest.fixture
-def browser():
-    assert Path(CHROMIUM).exists(), f'{CHROMIUM} is not installed (tests/setup.sh installs it)' 
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try: yield b
-        finally: b.close()
 
 
 def test_browser(server, dh_python, browser):

@@ -1,6 +1,7 @@
 "SubprocessKernel against real kernels: nbclient's outputs, isolation, deaths survived, hard stops, parallel runs, no orphans"
 import json, os, re, signal, subprocess, sys, textwrap, threading, time
 import nbformat, psutil, pytest
+from conftest import interrupt_soon, run_text
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -9,18 +10,6 @@ from headlesnb.subkernel import SubprocessKernel, list_kernelspecs
 from headlesnb.kernel import namespace_variable, namespace_variables
 from headlesnb.base import kernel_for_notebook, make_kernel
 
-def _interrupt_soon(k, after:float=0.5):
-    "Interrupt `k` from another thread once its cell is executing (interrupt() is False before that)"
-    def go():
-        time.sleep(after)
-        end = time.monotonic() + 30
-        while not k.interrupt() and time.monotonic() < end: time.sleep(0.05)
-    threading.Thread(target=go, daemon=True).start()
-
-def text(r) -> str:
-    "The text of a run's last output"
-    o = r.outputs[-1]
-    return ''.join(o['data']['text/plain']) if 'data' in o else ''.join(o.get('text', o.get('evalue', '')))
 
 @pytest.fixture
 def k():
@@ -86,15 +75,15 @@ def test_isolation(tmp_path):
     cwd0 = os.getcwd()
     with SubprocessKernel(cwd=tmp_path / 'a', env={'HNB_WHO': 'a'}) as ka, SubprocessKernel(cwd=tmp_path / 'b', env={'HNB_WHO': 'b', 'HOME': None}) as kb:
         import json
-        a, b = (json.loads(eval(text(k.run(probe)))) for k in (ka, kb))
+        a, b = (json.loads(eval(run_text(k.run(probe)))) for k in (ka, kb))
         assert a[0] == str((tmp_path / 'a').resolve()) and b[0] == str((tmp_path / 'b').resolve())
         assert (a[1], b[1], os.environ.get('HNB_WHO')) == ('a', 'b', None)
         assert a[2] != sys.argv and 'ipykernel_launcher' in a[2][0] and a[2] != b[2]  # each its own connection file
         assert a[3] is False and b[3] is False and a[4] != b[4] != os.getpid()
-        assert text(kb.run('import os\n"HOME" in os.environ')) == 'False'
+        assert run_text(kb.run('import os\n"HOME" in os.environ')) == 'False'
         ka.run('import os; os.chdir("/"); import tabnanny; os.environ["HNB_SET"] = "1"')
-        assert text(kb.run('import os, sys\n(os.getcwd() == "/", "tabnanny" in sys.modules, "HNB_SET" in os.environ)')) == '(False, False, False)'
-        assert text(ka.run('import sys\n"tabnanny" in sys.modules')) == 'True'
+        assert run_text(kb.run('import os, sys\n(os.getcwd() == "/", "tabnanny" in sys.modules, "HNB_SET" in os.environ)')) == '(False, False, False)'
+        assert run_text(ka.run('import sys\n"tabnanny" in sys.modules')) == 'True'
         assert os.getcwd() == cwd0 and 'HNB_SET' not in os.environ
 
 # ---- deaths and hard stops ----------------------------------------------------------------------
@@ -111,7 +100,7 @@ def test_dying_kernel_is_survived(k, code, what):
     assert r.outputs[0]['text'] == ['last words\n']  # what the cell printed before dying is kept
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     r2 = k.run('"x" in globals()')
-    assert (r2.status, text(r2), r2.execution_count) == ('ok', 'False', 1) and k.pid != pid
+    assert (r2.status, run_text(r2), r2.execution_count) == ('ok', 'False', 1) and k.pid != pid
     assert psutil.Process().is_running()
 
 @pytest.mark.parametrize('code', ['import time; time.sleep(100)', 'sum(range(10**13))'])
@@ -122,19 +111,19 @@ def test_timeout_stops_sleep_and_c_loop(k, code):
     r = k.run(code, timeout=1)
     r2 = k.run('1 + 1')
     took = time.monotonic() - t0
-    assert (r.status, r.outputs[-1]['ename'], r2.status, text(r2)) == ('timeout', 'ExecutionTimeout', 'ok', '2'), r
+    assert (r.status, r.outputs[-1]['ename'], r2.status, run_text(r2)) == ('timeout', 'ExecutionTimeout', 'ok', '2'), r
     assert took < 15, f'stopped and the next cell ran after {took:.2f}s'
     killed = 'was killed' in r.outputs[-1]['evalue']
     assert killed == code.startswith('sum'), r.outputs[-1]['evalue']  # sleep ends at the SIGINT; the C loop needs the kill
-    assert text(k.run('"x" in globals()')) == ('False' if killed else 'True')
+    assert run_text(k.run('"x" in globals()')) == ('False' if killed else 'True')
 
 def test_interrupt_from_another_thread(k):
     k.run('1')
     assert k.interrupt() is False  # nothing runs
-    _interrupt_soon(k)
+    interrupt_soon(k)
     r = k.run('import time; time.sleep(30)')
     assert r.status == 'interrupted' and r.outputs[-1]['ename'] == 'KeyboardInterrupt', r
-    _interrupt_soon(k)
+    interrupt_soon(k)
     t0 = time.monotonic()
     r = k.run('sum(range(10**13))')
     assert r.status == 'interrupted' and 'its kernel was killed' in r.outputs[-1]['evalue'] and time.monotonic() - t0 < 15
@@ -150,7 +139,7 @@ def test_one_kernel_runs_cells_in_arrival_order(k):
         time.sleep(0.02)
         assert k.busy
     for t in ts: t.join()
-    assert text(k.run('order')) == '[0, 1, 2, 3, 4]' and not k.busy
+    assert run_text(k.run('order')) == '[0, 1, 2, 3, 4]' and not k.busy
 
 def _iso(s): return time.mktime(time.strptime(s[:19], '%Y-%m-%dT%H:%M:%S')) + float('0.' + s[20:26])
 
@@ -172,7 +161,7 @@ def test_a_runaway_kernel_does_not_hold_up_another():
         t.start()
         time.sleep(0.5)
         r = b.run('1 + 1')
-        assert text(r) == '2' and a.busy and t.is_alive()
+        assert run_text(r) == '2' and a.busy and t.is_alive()
         a.interrupt(); t.join(10)
         assert not t.is_alive()
 
@@ -181,12 +170,12 @@ def test_arun_from_asyncio():
     async def main():
         with SubprocessKernel() as a, SubprocessKernel() as b:
             ra, rb = await asyncio.gather(a.arun('import time; time.sleep(0.5); 1'), b.arun('import time; time.sleep(0.5); 2'))
-            assert (text(ra), text(rb)) == ('1', '2')
+            assert (run_text(ra), run_text(rb)) == ('1', '2')
             task = asyncio.ensure_future(a.arun('import time; time.sleep(30)'))
             await asyncio.sleep(0.5)
             task.cancel()
             with pytest.raises(asyncio.CancelledError): await task
-            assert text(await a.arun('"ok"')) == "'ok'"
+            assert run_text(await a.arun('"ok"')) == "'ok'"
     asyncio.run(main())
 
 # ---- no orphans ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from headlesnb.errors import (BadArgumentError, ConflictError, CorruptFileError, HeadlesnbError, NotFoundError,
                               PathOutsideRootError)
 from headlesnb.context import estimate_tokens
-from headlesnb.workspace import WorkspaceManager, Workspace, parse_augment, truncate_middle, shift_view, TOOL_NAMES
+from headlesnb.workspace import WorkspaceManager, parse_augment, truncate_middle, shift_view, TOOL_NAMES
 
 A_PY = 'import os\n\ndef f(x):\n    return x + 1\n'
 
@@ -388,7 +388,7 @@ def test_budget_truncation(root, ws):
     assert text.startswith('---FILE_WINDOW_f1\n**file**: long.txt\n**lines**: 1-1000 of 1000')  # first part kept
     assert text.endswith('1000: line number 1000\n---FILE_WINDOW_f1_END')                  # last part kept
     assert '[… ' in text and 'of FILE_WINDOWS left out here to fit its budget of 500 tokens' in text
-    assert 'FILE_WINDOWS ' in secs['WORKSPACE_STATUS'] and f"/500 (cut from " in secs['WORKSPACE_STATUS']
+    assert 'FILE_WINDOWS ' in secs['WORKSPACE_STATUS'] and "/500 (cut from " in secs['WORKSPACE_STATUS']
     # the cut is never silent: kept + left-out lines add up
     import re
     left = int(re.search(r'\[… (\d+) of (\d+) lines', text).group(1))

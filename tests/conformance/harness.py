@@ -19,6 +19,10 @@ import asyncio, contextlib, copy, hashlib, json, os, re, shutil, sys, tempfile, 
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# One python3 kernelspec for nbclient and for headlesnb's kernel processes, whatever this machine has installed:
+# an installed spec may add -Xfrozen_modules=off (for the debugger), which changes how tracebacks through the
+# standard library read. jupyter_client runs "python" as this very interpreter.
+os.environ['JUPYTER_PATH'] = os.pathsep.join(filter(None, [str(HERE / 'jupyter'), os.environ.get('JUPYTER_PATH')]))
 CORPUS, PROBES, REFS = HERE / 'corpus', HERE / 'probes', HERE / 'refs'
 CELL_TIMEOUT = 60
 # Both kernels' processes get one string hash seed: set orders (in reprs, and inside IPython's traceback
@@ -72,6 +76,14 @@ INPROCESS_EXPECTED = {
     # the kernel's process is the host's
     'nbclient/tests/files/Autokill.ipynb': {-1: 'the cell sends SIGTERM to its own process: the host dies with it, not a kernel',
                                             0: 'so the cell never reports'},
+}
+
+# What a kernel process stores differently from nbclient, on purpose
+SUBPROCESS_EXPECTED = {
+    'ipython/examples/IPython Kernel/Beyond Plain Python.ipynb': {81: "%connect_info prints the kernel's connection info: our launcher "
+                                                                      "names a jupyter_session and keeps no connection file to point at"},
+    'nbclient/tests/files/Autokill.ipynb': {0: "the kernel kills itself: headlesnb gives the cell a clear 'kernel died' error "
+                                               "(issue 14), where nbclient stores nothing and raises DeadKernelError"},
 }
 
 # ---------------------------------------------------------------------------------------------------------
@@ -142,6 +154,7 @@ def _read(path) -> list:
             for c in cells]
 
 def run_kernel(rel:str, make_kernel, timeout:float|None=None, progress=None) -> dict:
+    from headlesnb.base import apply_display_updates
     """Execute with a headlesnb `Kernel` made by `make_kernel(cwd)`, as `headlesnb run --allow-errors` does:
     cell by cell in order, `skip-execution` honoured; a kernel that exits (ipykernel shuts down, and nbclient
     stops with DeadKernelError) ends the run the same way"""
@@ -155,7 +168,9 @@ def run_kernel(rel:str, make_kernel, timeout:float|None=None, progress=None) -> 
                 if progress: progress(normalise_run({'cells': cells + [None] * (len(nb_cells) - len(cells)), 'error': 'HostDied'}, wd))
                 r = kernel.run(c.source, timeout=timeout or TIMEOUTS.get(_key(rel), CELL_TIMEOUT))
                 cells.append({'execution_count': r.execution_count, 'outputs': r.outputs})
+                apply_display_updates(cells, r.display_updates)  # a display of an earlier cell, updated by this one
                 if r.status == 'timeout': error = 'CellTimeoutError'
+                if r.status == 'dead': error = 'DeadKernelError'  # nbclient stops there too
                 exited = any(p.get('source') == 'ask_exit' for p in getattr(r, 'payload', None) or [])
         finally: kernel.close()
         return normalise_run({'cells': cells, 'error': error}, wd)
@@ -165,12 +180,15 @@ def run_kernel(rel:str, make_kernel, timeout:float|None=None, progress=None) -> 
 
 _SUBS = [  # (pattern, replacement), applied to every string of every output, in order
     (re.compile(r'/tmp/ipykernel_\d+/'), '/tmp/ipykernel_PID/'),           # ipykernel's cell files name the pid
+    (re.compile(r'(~|/)[^\s\x1b\'"]*?/site-packages/'), 'SITE/'),            # where packages are installed (a venv, ~/.pyenv, ...)
     (re.compile(r'/tmp/tmp[\w-]+'), '/tmp/TMP'),                           # tempfile names
     (re.compile(r'0x[0-9a-fA-F]{6,16}'), '0xADDR'),                        # memory addresses in reprs
     (re.compile(r'\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(\+\d\d:\d\d|Z)?'), 'DATETIME'),
     (re.compile(r'(CPU times: |Wall time: |user |sys: |total: )[\d.]+ ?(ns|µs|us|ms|s|min)\b'), r'\1T'),
     (re.compile(r'[\d.]+ ?(ns|µs|us|ms|s) ± [\d.]+ ?(ns|µs|us|ms|s) per loop \(mean ± std\. dev\. of \d+ runs?, [\d,]+ loops? each\)'), 'TIMEIT'),
     (re.compile(r'kernel-[0-9a-f-]{36}\.json'), 'kernel-ID.json'),         # connection files
+    (re.compile(r'"(shell|iopub|stdin|control|hb)_port": \d+'), r'"\1_port": PORT'),  # %connect_info (a kernel process's ports)
+    (re.compile(r'"key": "[0-9a-f-]+"'), '"key": "KEY"'),
     (re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'), 'UUID'),  # random ids (uuid4) in HTML
     (re.compile(r'display_id=[0-9a-f]{32}'), 'display_id=ID'),            # DisplayHandle's random ids
     (re.compile(r'The slowest run took [\d.]+ times longer than the fastest\. This could mean that an intermediate result is being cached\.\n'), ''),  # %timeit, by chance
