@@ -34,12 +34,13 @@ class BaseManager:
     suffix = '.ipynb'  # the file of item `name` is `name + suffix` unless a path is given
 
     def __init__(self, root='.', history_size:int=100, save_delay:float=0.2,
-                 mpl_format:str|None=None, output_limit:int=100_000, kernel_factory=None):
+                 mpl_format:str|None=None, output_limit:int=100_000, kernel_factory=None, durable:bool=False):
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir(): raise BadArgumentError(f"root {root!r} is not a folder")
         self.history_size, self.save_delay = history_size, save_delay
         self.mpl_format, self.output_limit = mpl_format, output_limit
         self.kernel_factory = kernel_factory  # callable(cwd) -> Kernel; default: an in-process kernel
+        self.durable = durable  # each operation that changes a document returns once the change is on disk
         self._items, self._lock, self.active = {}, threading.RLock(), None
 
     def resolve(self, path, what='path') -> Path: return resolve_in_root(self.root, path, what)
@@ -58,13 +59,17 @@ class BaseManager:
 
     @contextmanager
     def edit(self, name:str|None=None, strict:bool=True):
-        "Hold the item's lock for one operation, after catching up with the file on disk"
+        "Hold the item's lock for one operation, after catching up with the file on disk (`durable`: then wait until its changes are on disk)"
         it = self.item(name)
         with it.doc.lock:
             if it.doc.save_error and strict:
                 raise ConflictError(f"{it.path} could not be saved: {it.doc.save_error}")
             if it.doc.sync(strict=strict): it.history.clear()  # reloaded: old commands describe another file
+            before = getattr(it.doc, 'version', None)
             yield it
+            after = getattr(it.doc, 'version', None)
+        if self.durable and after != before and not it.doc.lock._is_owned():  # (an outer `edit` of this thread waits instead)
+            it.doc.commit(after)
 
 # %% ../nbs/09_base.ipynb #7260ce69
 @patch
@@ -102,6 +107,7 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
                 doc = self._load_doc(full)
         except OSError as e:  # a name too long, a file where a folder should be, no permission...
             raise BadArgumentError(f"cannot {'create' if mode == 'create' else 'open'} {self.rel(full)}: {e.strerror or e}") from None
+        if isinstance(doc, NbDoc): doc.root = self.root  # every write checks the path again
         it = Item(name, full, doc, self._new_history(), state=dict(queue=[], running=None, worker=None))
         self._prepare(it)
         self._items[name] = it  # visible to other threads only once it is ready
