@@ -5,3 +5,4 @@ from .errors import *
 from .notebook import NotebookManager
 from .dialog import DialogManager
 from .workspace import WorkspaceManager
+from .engine import Engine

@@ -36,7 +36,9 @@ class BaseManager:
     def __init__(self, root='.', history_size:int=100, save_delay:float=0.2,
                  mpl_format:str|None=None, output_limit:int=100_000, kernel_factory=None, durable:bool=False):
         self.root = Path(root).expanduser().resolve()
-        if not self.root.is_dir(): raise BadArgumentError(f"root {root!r} is not a folder")
+        if self.root.exists() and not self.root.is_dir(): raise BadArgumentError(f"root {root!r} is not a folder")
+        try: self.root.mkdir(parents=True, exist_ok=True)  # a new project's folder: made, as `mkdir -p` would
+        except OSError as e: raise BadArgumentError(f"cannot make the root folder {root!r}: {e.strerror or e}") from None
         self.history_size, self.save_delay = history_size, save_delay
         self.mpl_format, self.output_limit = mpl_format, output_limit
         self.kernel_factory = kernel_factory  # callable(cwd) -> Kernel; default: an in-process kernel

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ImageContent, ToolAnnotations
 from .errors import *
 from .notebook import NotebookManager
+from .engine import Engine
 from .utils import cap_text
 from .mcp_format import *
 from .mcp_format import _validation_text, _kb, _plural, _src_preview, _join
@@ -396,14 +397,21 @@ async def find_msgs(self:DialogTools,
         msg_type:Annotated[_MsgType|None, Field(description="Only messages of this type")]=None,
         include_output:Annotated[bool, Field(description="Search and show outputs too")]=True,
         include_skipped:Annotated[bool, Field(description="Include messages hidden from the AI (skipped)")]=False,
-        before:Annotated[int, Field(description="Also show this many messages before each match", ge=0)]=0,
-        after:Annotated[int, Field(description="Also show this many messages after each match", ge=0)]=0,
-        limit:Annotated[int|None, Field(description="Most messages to return", ge=1)]=None,
+        context:Annotated[int, Field(description="Also show this many messages around each match of re_pattern", ge=0)]=0,
+        limit:Annotated[int|None, Field(description="Most matches to return", ge=1)]=None,
+        only_err:Annotated[bool, Field(description="Only code messages whose output has an error")]=False,
+        only_exp:Annotated[bool, Field(description="Only messages marked for export")]=False,
+        only_chg:Annotated[bool, Field(description="Only messages changed since the dialog's last git commit")]=False,
+        headers_only:Annotated[bool, Field(description="Only header notes, first line only (an outline)")]=False,
+        header_section:Annotated[str|None, Field(description="Only the section under this header note (its text, without #)")]=None,
+        use_regex:Annotated[bool, Field(description="False: re_pattern is plain text")]=True,
         dialog_name:_DlgName=None) -> CallToolResult:
     "Find messages in a dialog (all of them with no pattern), in order."
     def fmt(ms): return '\n\n'.join(format_message(m, self.opts, include_output) for m in ms) if ms else "no matching messages"
     return await self._do(lambda: self.dm.find_messages(re_pattern, msg_type, include_output=include_output, include_skipped=include_skipped,
-                                                        before=before, after=after, limit=limit, dialog_name=dialog_name), fmt)
+                                                        context=context, limit=limit, use_regex=use_regex, only_err=only_err, only_exp=only_exp,
+                                                        only_chg=only_chg, headers_only=headers_only, header_section=header_section,
+                                                        dialog_name=dialog_name), fmt)
 
 @patch
 async def read_msg(self:DialogTools,
@@ -420,10 +428,11 @@ async def add_msg(self:DialogTools,
         msg_type:Annotated[_MsgType, Field(description="code, note, prompt or raw")]='note',
         placement:Annotated[Literal['add_after', 'add_before', 'at_start', 'at_end'], Field(description="Where: relative to msg_id (or the current message), or at the start/end")]='at_end',
         msg_id:Annotated[str|None, Field(description="Message the placement is relative to")]=None,
+        run:Annotated[bool, Field(description="Queue a code message or prompt to run in the background (read_msg shows when it is done)")]=False,
         dialog_name:_DlgName=None) -> CallToolResult:
     "Add a message to a dialog; it becomes the current message. Returns its id."
-    return await self._do(lambda: self.dm.add_message(content, msg_type, placement, msg_id, dialog_name),
-                          lambda d: f"added {msg_type} message {d['id']} at index {d['index']}")
+    return await self._do(lambda: self.dm.add_message(content, msg_type, placement, msg_id, dialog_name, run=run),
+                          lambda d: f"added {msg_type} message {d['id']} at index {d['index']}" + (' (queued to run)' if run else ''))
 
 @patch
 async def update_msg(self:DialogTools,
@@ -482,6 +491,87 @@ async def dialog_redo(self:DialogTools, steps:Annotated[int, Field(description="
     "Redo dialog edits that were undone."
     return await self._do(lambda: self.dm.redo(steps, dialog_name), lambda d: f"redid {', '.join(d['redone'])}; can undo {d['can_undo']}, redo {d['can_redo']} more")
 
+# %% ../nbs/24_mcp.ipynb #e4634d9c
+_Ids = Annotated[list[str], Field(description="Message ids")]
+
+@patch
+async def toggle_export(self:DialogTools, ids:_Ids,
+        on:Annotated[bool|None, Field(description="Export (true) or not (false); default: the opposite of the first message's state")]=None,
+        dialog_name:_DlgName=None) -> CallToolResult:
+    "Mark messages for nbdev export, or unmark them (an `#| export` line is removed too). One undo step."
+    return await self._do(lambda: self.dm.toggle_export(ids, on, dialog_name),
+                          lambda d: f"{_plural(len(d['ids']), 'message')} {'marked' if d['exported'] else 'no longer marked'} for export")
+
+@patch
+async def toggle_comment(self:DialogTools, ids:_Ids, dialog_name:_DlgName=None) -> CallToolResult:
+    "Comment out every line of code messages (or uncomment them when all lines are commented). One undo step."
+    return await self._do(lambda: self.dm.toggle_comment(ids, dialog_name),
+                          lambda d: f"{'commented' if d['commented'] else 'uncommented'} {_plural(len(d['ids']), 'message')}")
+
+@patch
+async def toggle_bookmark(self:DialogTools,
+        msg_id:Annotated[str, Field(description="Message to bookmark")],
+        n:Annotated[int, Field(description="Bookmark number 1-9 (one message holds each)", ge=1, le=9)],
+        dialog_name:_DlgName=None) -> CallToolResult:
+    "Put bookmark n on a message (moving it from any other), or take it off when the message has it."
+    return await self._do(lambda: self.dm.toggle_bookmark(msg_id, n, dialog_name),
+                          lambda d: f"bookmark {n} {'set on' if d['bookmark'] else 'taken off'} message {d['id']}")
+
+@patch
+async def toggle_header(self:DialogTools, msg_id:Annotated[str, Field(description="Header note whose section to collapse or expand")],
+        dialog_name:_DlgName=None) -> CallToolResult:
+    "Collapse or expand the section under a header note."
+    return await self._do(lambda: self.dm.toggle_heading_collapse(msg_id, dialog_name),
+                          lambda d: f"section {d['id']} {'collapsed' if d['heading_collapsed'] else 'expanded'}")
+
+@patch
+async def copy_msgs(self:DialogTools, ids:_Ids,
+        cut:Annotated[bool, Field(description="Also delete them (undoable)")]=False, dialog_name:_DlgName=None) -> CallToolResult:
+    "Copy (or cut) messages to the clipboard, shared by all dialogs."
+    return await self._do(lambda: self.dm.copy_messages(ids, cut, dialog_name),
+                          lambda d: f"{'cut' if cut else 'copied'} {_plural(len(d['clipboard']), 'message')}")
+
+@patch
+async def paste_msgs(self:DialogTools,
+        msg_id:Annotated[str|None, Field(description="Paste next to this message (default: the current message)")]=None,
+        after:Annotated[bool, Field(description="After it (true) or before it")]=True, dialog_name:_DlgName=None) -> CallToolResult:
+    "Paste the clipboard's messages (with new ids)."
+    return await self._do(lambda: self.dm.paste_messages(msg_id, after, dialog_name),
+                          lambda d: f"pasted {_plural(len(d['ids']), 'message')} at index {d['index']}: {', '.join(d['ids'])}")
+
+@patch
+async def dialog_files(self:DialogTools,
+        subpath:Annotated[str, Field(description="Folder under the root ('' for the root)")]='',
+        depth:Annotated[int, Field(description="How many folder levels to descend", ge=1, le=10)]=1) -> CallToolResult:
+    "List the dialogs on disk (folders end with /), open or not."
+    return await self._do(lambda: self.dm.dialog_files(subpath, depth), lambda items: '\n'.join(items) or 'no dialogs')
+
+@patch
+async def create_dialog(self:DialogTools,
+        dialog_name:Annotated[str, Field(description="Name of the new dialog (folders allowed)")],
+        template:Annotated[bool, Field(description="Start with the messages of TEMPLATE.ipynb files in its folder and above")]=True) -> CallToolResult:
+    "Create a dialog (or open it if it exists) and make it the active dialog."
+    return await self._do(lambda: self.dm.create_dialog(dialog_name, template),
+                          lambda d: f"dialog {d['name']!r} ({d['path']}, {_plural(d['messages'], 'message')}) is the active dialog")
+
+@patch
+async def rm_dialog(self:DialogTools, dialog_name:Annotated[str, Field(description="Dialog (or folder of dialogs) to delete")]) -> CallToolResult:
+    "Delete a dialog file (or a folder of dialogs) for good, closing it first. Not undoable."
+    return await self._do(lambda: self.dm.remove_dialog(dialog_name), lambda d: f"deleted {d['deleted']}")
+
+@patch
+async def interrupt_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
+    "Stop the code running in a dialog's kernel and drop its queued runs."
+    return await self._do(lambda: self.dm.interrupt(dialog_name),
+                          lambda d: ('interrupted the running code' if d['interrupted'] else 'nothing was running') +
+                                    (f"; dropped {_plural(d['dropped'], 'queued run')}" if d['dropped'] else ''))
+
+@patch
+async def restart_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
+    "Restart a dialog's kernel: a fresh namespace (queued runs dropped)."
+    return await self._do(lambda: self.dm.restart_kernel(dialog_name),
+                          lambda d: f"restarted the kernel of {d['name']!r}" if d['restarted'] else f"{d['name']!r} had no kernel running")
+
 # %% ../nbs/24_mcp.ipynb #894b6bbe
 _RO = dict(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _EDIT = dict(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -499,7 +589,10 @@ NOTEBOOK_TOOLS = dict(
 DIALOG_TOOLS = dict(
     list_dialogs=_RO, find_msgs=_RO, read_msg=_RO, use_dialog=dict(_EDIT, idempotent_hint=True),
     unuse_dialog=dict(_DESTROY, idempotent_hint=True), add_msg=_EDIT, update_msg=_EDIT, del_msgs=_DESTROY,
-    run_msg=_RUN, execute_prompt=_RUN, dialog_undo=_EDIT, dialog_redo=_EDIT)
+    run_msg=_RUN, execute_prompt=_RUN, dialog_undo=_EDIT, dialog_redo=_EDIT,
+    toggle_export=_EDIT, toggle_comment=_EDIT, toggle_bookmark=_EDIT, toggle_header=_EDIT, copy_msgs=_EDIT, paste_msgs=_EDIT,
+    dialog_files=_RO, create_dialog=dict(_EDIT, idempotent_hint=True), rm_dialog=_DESTROY,
+    interrupt_dialog=dict(_EDIT, idempotent_hint=True), restart_dialog=_DESTROY)
 
 def _title(name): return name.replace('_', ' ').capitalize()
 
@@ -547,32 +640,31 @@ INSTRUCTIONS = """Notebooks (.ipynb) under one root folder, each with its own Py
 Start with use_notebook(notebook_name, mode='create' or 'connect'); pass notebook_name to later calls
 (the last used notebook is the default). Cells are named by index or by id (ids do not shift when cells
 move). Every edit can be undone with undo. Running code sends progress notifications; timeout=0 means
-the server default. Solveit-style dialogs (when served): use_dialog, then find_msgs/read_msg/add_msg/update_msg/
-del_msgs/run_msg/execute_prompt with an optional dialog_name."""
+the server default. Solveit-style dialogs: use_dialog (or create_dialog), then find_msgs/read_msg/add_msg/
+update_msg/del_msgs/run_msg/execute_prompt with an optional dialog_name. Workspace tools (file_windows, editor,
+todos, ...) act on a named workspace; a dialog's prompts see the workspace of the same name."""
 
-def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_limit:int=20_000,
-                 dialogs=None, workspace=None, *, timeout:float=300.0, progress_interval:float=2.0,
-                 mpl_format:str|None='png', notebooks:NotebookManager|None=None, name:str='headlesnb') -> MCPServer:
-    "An MCP server with the notebook tools over `NotebookManager(root)` (or `notebooks`), plus dialog/workspace tools when given"
-    nm = notebooks if notebooks is not None else NotebookManager(root, mpl_format=mpl_format)
+def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_limit:int=20_000, *, engine:Engine|None=None,
+                 timeout:float=300.0, progress_interval:float=2.0, name:str='headlesnb') -> MCPServer:
+    "An MCP server with the notebook, dialog and workspace tools over `engine` (default: a new `Engine(root)`, closed when the server stops)"
+    eng = engine if engine is not None else Engine(root)
     opts = McpOptions(images=images, image_max_bytes=image_max_bytes, text_limit=text_limit,
                       timeout=timeout, progress_interval=progress_interval)
     @asynccontextmanager
     async def lifespan(srv):
         try: yield {}
         finally:
-            for m in (nm, dialogs):
-                if m is not None: await anyio.to_thread.run_sync(m.close_all)
+            if engine is None: await anyio.to_thread.run_sync(eng.close)
     srv = HeadlesnbMCPServer(name, instructions=INSTRUCTIONS, lifespan=lifespan, log_level='WARNING')
-    srv.notebooks, srv.options = nm, opts
+    srv.engine, srv.options = eng, opts
 
     async def ping() -> CallToolResult:
         "Answer 'pong' (a connectivity check)."
         return text_result('pong')
     srv.add_tool(ping, annotations=ToolAnnotations(title='Ping', **_RO), structured_output=False)
-    register_notebook_tools(srv, nm, opts)
-    if dialogs is not None: register_dialog_tools(srv, dialogs, opts)
-    if workspace is not None: register_workspace_tools(srv, workspace, opts)
+    register_notebook_tools(srv, eng.notebooks, opts)
+    register_dialog_tools(srv, eng.dialogs, opts)
+    register_workspace_tools(srv, eng.workspaces, opts)
     return srv
 
 # %% ../nbs/24_mcp.ipynb #dfaf0454
@@ -619,13 +711,7 @@ def mcp_main(argv=None):
     "Run the MCP server from command-line arguments"
     a = mcp_parser().parse_args(argv)
     token = a.token or os.environ.get('HEADLESNB_MCP_TOKEN') or None
-    from headlesnb.dialog import DialogManager
-    from headlesnb.workspace import WorkspaceManager
-    try:
-        dm = DialogManager(a.root, mpl_format='png')
-        wm = WorkspaceManager(a.root)
-        wm.attach(dm)  # prompts answered through execute_prompt see their dialog's workspace and get its tools
-        srv = build_server(a.root, images=not a.no_images, timeout=a.timeout, dialogs=dm, workspace=wm)
+    try: srv = build_server(a.root, images=not a.no_images, timeout=a.timeout)
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")
     if a.transport == 'stdio': return srv.run('stdio')
     import uvicorn

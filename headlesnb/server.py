@@ -23,6 +23,7 @@ from fasthtml.common import FastHTML
 from .errors import *
 from .paths import check_name
 from .document import parse_nb
+from .engine import Engine
 from .dialog import DialogManager, FIELDS, FLAGS, cell2msg, msg_dict
 
 # %% ../nbs/26_server.ipynb #82b5bd71
@@ -181,9 +182,9 @@ def endpoint(mode:str='thread'):
     return deco
 
 class DhServer:
-    "What the HTTP endpoints share: a `DialogManager`, listening browsers, pushed data and relay channels"
-    def __init__(self, dm:DialogManager, search=None, web_answer=None):
-        self.dm, self.search, self.web_answer = dm, search, web_answer
+    "What the HTTP endpoints share: the engine's dialogs and workspaces, listening browsers, pushed data and relay channels"
+    def __init__(self, engine:Engine, search=None, web_answer=None):
+        self.engine, self.dm, self.ws, self.search, self.web_answer = engine, engine.dialogs, engine.workspaces, search, web_answer
         self.browsers = {}        # dialog name -> {asyncio.Queue of (event, data)}
         self.data, self.waiters = {}, {}  # data_id -> (time, dict); data_id -> Future
         self.channels = {}        # relay channel -> {WebSocket}
@@ -294,6 +295,6 @@ def shutdown(self:DhServer, close_dialogs:bool=True):
     "Stop streams and waits; save and close the dialogs"
     self.stop_waiting()
     if close_dialogs:
-        try: self.dm.close_all()
+        try: self.engine.close()
         except HeadlesnbError as e: print(f'headlesnb server: {e}', file=sys.stderr)
 

@@ -6,7 +6,7 @@
 __all__ = ['ADD_FIELDS', 'curr_dialog_', 'msg_idx_', 'read_msg_', 'find_msgs_', 'add_relative_', 'update_msg_', 'rm_msg_',
            'add_runq_', 'msg_clipboard_', 'msg_paste_', 'toggle_header_collapse_', 'toggle_comment_', 'toggle_export_',
            'bookmark_', 'list_dialogs_', 'realpath_', 'connfiles_', 'create_dialog_', 'restart_kernel_', 'stop_kernel_',
-           'rm_dialog_', 'load_dialog_', 'search_', 'searches_', 'web_answer_']
+           'rm_dialog_', 'load_dialog_', 'workspace_view_', 'workspace_', 'search_', 'searches_', 'web_answer_']
 
 # %% ../nbs/27_server_api.ipynb #c98cea55
 import asyncio, json
@@ -245,6 +245,21 @@ async def load_dialog_(self:DhServer, f:Form):
     else: head = f'Ran {r["ran"]} code message(s) of {src} in {name}.' + ''.join(f'\nError in {e}' for e in r['errors'])
     view = '<msgs>' + ''.join(msg_xml(d, d['output'] if d['msg_type'] == 'prompt' else '') for d in map(wire_msg, ms)) + '</msgs>'
     return f'{head}\n{view}'
+
+# %% ../nbs/27_server_api.ipynb #20b292d6
+@endpoint()
+def workspace_view_(self:DhServer, f:Form):
+    "The workspace of dialog `dlg_name`, as its prompts' model reads it"
+    return self.ws.for_dialog(self.dlg(f)).render()
+
+@endpoint()
+def workspace_(self:DhServer, f:Form):
+    "Call workspace tool `tool` of dialog `dlg_name` with the JSON object `args`"
+    name, tool = self.dlg(f), f.get('tool')
+    tools = self.ws.for_dialog(name).tools()
+    if tool not in tools: raise BadArgumentError(f"no workspace tool {tool!r}; tools are: {', '.join(tools)}")
+    try: return str(tools[tool](**f.dict('args')))
+    except TypeError as e: raise BadArgumentError(f"bad arguments for {tool}: {e}") from None
 
 # %% ../nbs/27_server_api.ipynb #0a9dca14
 def _as_json(v): return v if isinstance(v, (dict, list)) else {'result': v}

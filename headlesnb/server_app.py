@@ -18,16 +18,15 @@ from starlette.websockets import WebSocket
 from fasthtml.common import FastHTML
 from .errors import *
 from .utils import strip_ansi, join_text as _join
-from .dialog import DialogManager
+from .engine import Engine
 from .server import *
 import headlesnb.server_api
 
 # %% ../nbs/28_server_app.ipynb #c9dfad36
-def build_app(root='.', dm:DialogManager|None=None, search=None, web_answer=None) -> FastHTML:
-    "The dialoghelper-compatible app over `dm` (default: a new `DialogManager` on `root`, closed at shutdown)"
-    own = dm is None
-    dm = dm if dm is not None else DialogManager(root, mpl_format='png')
-    srv = DhServer(dm, search=search, web_answer=web_answer)
+def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None) -> FastHTML:
+    "The dialoghelper-compatible app over `engine`'s dialogs and workspaces (default: a new `Engine(root)`, closed at shutdown)"
+    own = engine is None
+    srv = DhServer(engine if engine is not None else Engine(root), search=search, web_answer=web_answer)
     async def not_found(req, exc): return json_response({'error': f'no endpoint {req.url.path}'}, 404)
     async def bad_method(req, exc): return json_response({'error': f'{req.method} is not allowed on {req.url.path}'}, 405)
     async def crashed(req, exc): return error_response(exc, req)

@@ -99,7 +99,7 @@ def test_tools_and_schemas(tmp_path):
             # a cell may be named by index or id
             assert {a['type'] for a in tools['read_cell'].input_schema['properties']['cell_index']['anyOf']} == {'integer', 'string'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
-                if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs'):
+                if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files'):
                     assert {'notebook_name', 'dialog_name', 'workspace'} & set(t.input_schema['properties']), name
                 assert t.description, name
             assert DIALOG_TOOLS <= set(tools)
