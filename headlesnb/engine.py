@@ -16,8 +16,8 @@ from .workspace import WorkspaceManager
 class Engine:
     "Notebooks, dialogs and workspaces over one root folder"
     def __init__(self, root='.', llm=None, mpl_format:str|None='png', output_limit:int=100_000, kernel_factory=None,
-                 save_delay:float=0.2, system:str|None=None, workspace_shell:bool=False):
-        kw = dict(mpl_format=mpl_format, output_limit=output_limit, kernel_factory=kernel_factory, save_delay=save_delay)
+                 save_delay:float=0.2, system:str|None=None, workspace_shell:bool=False, durable:bool=False):
+        kw = dict(mpl_format=mpl_format, output_limit=output_limit, kernel_factory=kernel_factory, save_delay=save_delay, durable=durable)
         self.notebooks = NotebookManager(root, **kw)
         self.root = self.notebooks.root
         self.dialogs = DialogManager(self.root, llm=llm, system=system, **kw)

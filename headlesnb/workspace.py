@@ -19,7 +19,7 @@ from .errors import *
 from .paths import resolve_in_root, check_name
 from .document import atomic_write, parse_nb
 from .history import Command, History
-from .utils import estimate_tokens
+from .utils import estimate_tokens, SafePattern
 from .context import render_sections
 
 # %% ../nbs/14_workspace.ipynb #edf33006
@@ -431,8 +431,7 @@ def _files(self:Workspace, path:str='', glob:str|None=None, max_files:int=20_000
 def _scan(self:Workspace, query:str, path:str='', glob:str|None=None, regex:bool=True, ignore_case:bool=False):
     "(path, lines, matching line numbers) of every file with a match"
     if not isinstance(query, str) or not query: raise BadArgumentError("query must be a non-empty string")
-    try: pat = re.compile(query if regex else re.escape(query), re.IGNORECASE if ignore_case else 0)
-    except re.error as e: raise BadArgumentError(f"bad regex {query!r}: {e}") from None
+    pat = SafePattern(query, regex, ignore_case)  # a caller's pattern: time-limited, the GIL let go (a catastrophic one cannot freeze the server)
     for p in self._files(path, glob):
         try: data = p.read_bytes()
         except OSError: continue
