@@ -192,21 +192,32 @@ class RunGate:
         self._held = True
         return True
 
-    def acquire(self):
+    def acquire(self, timeout:float|None=None) -> bool:
+        "Wait for the gate (at most `timeout` seconds): True once it is ours"
         with self._mu:
-            if self._take_now(): return
+            if self._take_now(): return True
             ev = threading.Event(); self._waiters.append(ev)
-        ev.wait()  # `release` hands the gate over: it stays held
+        if ev.wait(timeout): return True  # `release` handed the gate over: it stays held
+        with self._mu:
+            if ev in self._waiters: self._waiters.remove(ev); return False
+        return True  # handed over just as the time ran out: ours after all
 
-    async def aacquire(self):
+    async def aacquire(self, timeout:float|None=None) -> bool:
+        "`acquire` for asyncio code (cancelling the wait leaves the queue cleanly)"
         loop = asyncio.get_running_loop()
         with self._mu:
-            if self._take_now(): return
+            if self._take_now(): return True
             w = (loop, loop.create_future()); self._waiters.append(w)
-        try: await w[1]
-        except asyncio.CancelledError:
+        try:
+            await asyncio.wait_for(asyncio.shield(w[1]), timeout)
+            return True
+        except (asyncio.CancelledError, asyncio.TimeoutError) as e:
             with self._mu:
-                if w in self._waiters: self._waiters.remove(w); raise  # never given the gate
+                if w in self._waiters:  # never given the gate
+                    self._waiters.remove(w)
+                    if isinstance(e, asyncio.TimeoutError): return False
+                    raise
+            if isinstance(e, asyncio.TimeoutError): return True  # given it just as the time ran out
             self.release(); raise  # given it while being cancelled: pass it on
 
     def release(self):
@@ -328,7 +339,7 @@ def _end_run(self:BaseManager, it:Item, cid:str, res) -> dict:
 def _run_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -> dict:
     "Run cell `cid` of item `name` now (after the item's runs queued before it) and store its outputs"
     t0, gate = time.monotonic(), self._gate(name)
-    gate.acquire()
+    if not gate.acquire(timeout): return self._end_run(self.item(name), cid, _too_late(timeout, t0))
     try:
         it, code, kernel = self._begin_run(name, cid)
         left = _left(timeout, t0)
@@ -348,7 +359,7 @@ async def _gated(gate, kernel, coro):
 async def _arun_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -> dict:
     "`_run_cell` for asyncio code: cancelling it interrupts the cell, whose outputs are still stored"
     t0, gate = time.monotonic(), self._gate(name)
-    await gate.aacquire()
+    if not await gate.aacquire(timeout): return self._end_run(self.item(name), cid, _too_late(timeout, t0))
     try:
         it, code, kernel = self._begin_run(name, cid)
         left = _left(timeout, t0)
@@ -365,7 +376,7 @@ def _code_kernel(self:BaseManager, name, code) -> object:
 def _run_code(self:BaseManager, name, code:str, timeout:float|None=None) -> dict:
     "Run `code` in the item's kernel without adding it to the document (after the item's runs queued before it)"
     t0, gate = time.monotonic(), self._gate(name)
-    gate.acquire()
+    if not gate.acquire(timeout): return run_info(_too_late(timeout, t0))
     try:
         kernel, left = self._code_kernel(name, code), _left(timeout, t0)
         return run_info(_too_late(timeout, t0) if left == 0 else kernel.run(code, timeout=left))
@@ -375,7 +386,7 @@ def _run_code(self:BaseManager, name, code:str, timeout:float|None=None) -> dict
 async def _arun_code(self:BaseManager, name, code:str, timeout:float|None=None) -> dict:
     "`_run_code` for asyncio code"
     t0, gate = time.monotonic(), self._gate(name)
-    await gate.aacquire()
+    if not await gate.aacquire(timeout): return run_info(_too_late(timeout, t0))
     try: kernel, left = self._code_kernel(name, code), _left(timeout, t0)
     except BaseException: gate.release(); raise
     async def run(): return run_info(_too_late(timeout, t0) if left == 0 else await kernel.arun(code, timeout=left))

@@ -70,7 +70,7 @@ class Guard:
             n, p = split_host(bracket(h) if h.count(':') > 1 else h)
             if p is None: self.names.add(n)
             else: self.pairs.add((n, p))
-        self.cookie = f'{name}_token_{port or "0"}'.replace('-', '_')
+        self.cookie = re.sub(r'\W+', '_', f'{name}_token_{port or 0}')  # one cookie per server (cookies ignore ports)
         self.log = log or (lambda s: print(f'{name}: {s}', file=sys.stderr, flush=True))
 
     def host_ok(self, value:str, port:int, default_port:int=80) -> bool:

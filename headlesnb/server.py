@@ -215,7 +215,7 @@ class DhServer:
 # %% ../nbs/26_server.ipynb #347ab32e
 def norm_name(name, what:str='dialog name') -> str:
     if not isinstance(name, str) or not name.strip().strip('/'): raise BadArgumentError(f"no {what} given")
-    return name.strip().strip('/').removesuffix('.ipynb')
+    return name.strip('/').removesuffix('.ipynb')  # (not stripped of spaces or newlines: `check_name` refuses those, clearly)
 
 @patch
 def dialog(self:DhServer, name) -> str:
