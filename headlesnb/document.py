@@ -161,7 +161,7 @@ class NbDoc:
         self._cv, self._inflight, self._renamed, self._durable = threading.Condition(), [], 0, 0
         self._disk = None, None  # (stat signature, sha1) of the file as we last read or wrote it
         self._disk_lock = threading.Lock()  # guards `_disk`; renames happen under it, so nobody sees one half done
-        self._dir = None  # (st_dev, st_ino) of the folder the file lives in, pinned at the first look
+        self._dir, self._dfd, self._dir_mu = None, None, threading.Lock()  # the folder's (st_dev, st_ino) and a descriptor of it, pinned at the first look
         _open_docs.add(self)
 
     @classmethod
@@ -210,16 +210,26 @@ class NbDoc:
 
 # %% ../nbs/03_document.ipynb #b1c2d3e6
 @patch
-def _open_dir(self:NbDoc) -> int:
-    "A descriptor of the document's folder; PathOutsideRootError if it is not the folder the file was opened in"
-    fd = os.open(self.path.parent, os.O_RDONLY | getattr(os, 'O_DIRECTORY', 0))
-    st = os.fstat(fd)
-    if self._dir is None: self._dir = st.st_dev, st.st_ino
-    elif (st.st_dev, st.st_ino) != self._dir:
-        os.close(fd)
-        raise PathOutsideRootError(f"the folder of {self.path} was replaced (by a symlink or another folder) since the file was opened: "
-                                   "headlesnb neither reads nor writes there; close the document and open it again")
-    return fd
+def _open_dir(self:NbDoc, check:bool=True) -> int:
+    "The descriptor of the document's folder (opened once, kept); PathOutsideRootError if its path no longer leads to that folder (`check`)"
+    if self._dfd is None:
+        with self._dir_mu:
+            if self._dfd is None:
+                fd = os.open(self.path.parent, os.O_RDONLY | getattr(os, 'O_DIRECTORY', 0) | getattr(os, 'O_CLOEXEC', 0))
+                st = os.fstat(fd)
+                if self._dir is not None and (st.st_dev, st.st_ino) != self._dir: os.close(fd); self._swapped()
+                self._dir, self._dfd = (st.st_dev, st.st_ino), fd
+                weakref.finalize(self, os.close, fd)
+                return fd
+    if not check: return self._dfd  # (a look through the descriptor cannot be redirected: only writes need the check)
+    st = os.stat(self.path.parent)  # (a swap after this look still cannot redirect us: we work through the descriptor)
+    if (st.st_dev, st.st_ino) != self._dir: self._swapped()
+    return self._dfd
+
+@patch
+def _swapped(self:NbDoc):
+    raise PathOutsideRootError(f"the folder of {self.path} was replaced (by a symlink or another folder) since the file was opened: "
+                               "headlesnb neither reads nor writes there; close the document and open it again")
 
 @patch
 def _lstat(self:NbDoc, dfd:int):
@@ -235,13 +245,11 @@ def _lstat(self:NbDoc, dfd:int):
 def _read_nb(self:NbDoc) -> dict:
     "Read and parse the file (through the pinned folder), remembering what we read"
     dfd = self._open_dir()
-    try:
-        st = self._lstat(dfd)
-        if st is None: raise NotFoundError(f"{self.path} does not exist")
-        if stat.S_ISDIR(st.st_mode): raise BadArgumentError(f"{self.path} is a folder, not a notebook")
-        fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
-        with os.fdopen(fd, 'rb') as f: data = f.read()
-    finally: os.close(dfd)
+    st = self._lstat(dfd)
+    if st is None: raise NotFoundError(f"{self.path} does not exist")
+    if stat.S_ISDIR(st.st_mode): raise BadArgumentError(f"{self.path} is a folder, not a notebook")
+    fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
+    with os.fdopen(fd, 'rb') as f: data = f.read()
     nb = parse_nb(data, self.path)
     with self._disk_lock: self._disk = _sig(st), hashlib.sha1(data).digest()
     return nb
@@ -334,14 +342,12 @@ def changed_on_disk(self:NbDoc) -> bool:
     "Has someone else written the file since we last read or wrote it?"
     with self._disk_lock:  # a leaf lock: our own writers cannot rename between our look and our verdict
         sig, digest = self._disk
-        try: dfd = self._open_dir()
+        try: dfd = self._open_dir(check=False)
         except FileNotFoundError: return False  # its folder is gone: the next save reports it
-        try:
-            st = self._lstat(dfd)
-            if st is None or _sig(st) == sig: return False  # deleted (our next save writes it back), or untouched
-            fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
-            with os.fdopen(fd, 'rb') as f: d = hashlib.sha1(f.read()).digest()
-        finally: os.close(dfd)
+        st = self._lstat(dfd)
+        if st is None or _sig(st) == sig: return False  # deleted (our next save writes it back), or untouched
+        fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
+        with os.fdopen(fd, 'rb') as f: d = hashlib.sha1(f.read()).digest()
         if d == digest:  # touched but not changed
             self._disk = _sig(st), d
             return False
@@ -402,7 +408,6 @@ def _write(self:NbDoc, data:bytes, version:int) -> int:
         if tmp is not None:
             try: os.unlink(tmp, dir_fd=dfd)
             except FileNotFoundError: pass
-        os.close(dfd)
 
 @patch
 def _write_now(self:NbDoc, force:bool=False):

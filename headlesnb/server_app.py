@@ -150,12 +150,12 @@ def render_output(o:dict) -> str:
         return f'<pre class="out error">{_esc(tb)}</pre>'
     data = o.get('data')
     if not isinstance(data, dict): return ''
-    if 'text/html' in data: return output_frame(_t(data['text/html']), 'html')
-    if 'application/javascript' in data: return output_frame(f'<script>{_t(data["application/javascript"])}</script>', 'js')
+    if 'text/html' in data: return frame_slot(_t(data['text/html']), 'html')
+    if 'application/javascript' in data: return frame_slot(f'<script>{_t(data["application/javascript"])}</script>', 'js')
     for mime in ('image/png', 'image/jpeg', 'image/gif'):
         b = ''.join(_t(data.get(mime)).split())
         if b and _B64.fullmatch(b): return f'<img class="out" alt="" src="data:{mime};base64,{b}">'
-    if 'image/svg+xml' in data: return output_frame(_t(data['image/svg+xml']), 'svg')
+    if 'image/svg+xml' in data: return frame_slot(_t(data['image/svg+xml']), 'svg')
     if 'text/markdown' in data: return f'<div class="out md">{render_md(_t(data["text/markdown"]))}</div>'
     if 'text/plain' in data: return f'<pre class="out">{_esc(strip_ansi(_t(data["text/plain"])))}</pre>'
     return ''
@@ -202,12 +202,13 @@ pre{overflow-x:auto;background:#f6f6f6;padding:.5rem;border-radius:4px;margin:.3
 pre.out{background:#fff;border-left:3px solid #ddd}pre.error{border-left-color:#d33;color:#a00}
 .prompt .ask{background:#eef4ff;padding:.1rem .6rem;border-radius:4px}.reply{padding:.1rem .6rem}
 img.out{max-width:100%}
-iframe.frame{display:block;width:100%;height:2rem;border:0;margin:.3rem 0;background:transparent}
+iframe.frame,.frame-slot{display:block;width:100%;height:2rem;border:0;margin:.3rem 0;background:transparent}
 #hnb-interrupt{margin-left:auto;font-size:.8rem}
 """
 
 PAGE_JS = r"""
 (() => {
+""" + FRAME_LOADER + r"""
 const loaders = [];
 function runScripts(node) {
   const olds = node.tagName === 'SCRIPT' ? [node] : [...node.querySelectorAll('script')];
@@ -298,7 +299,7 @@ hnb.connect = (name, sig) => {
   const es = new EventSource('/events_?name=' + encodeURIComponent(name) + '&v=' + encodeURIComponent(sig));
   es.addEventListener('ready', () => { hnb.ready = true; status.textContent = 'live'; });
   es.addEventListener('html', e => swap(e.data));
-  es.addEventListener('messages', e => { document.getElementById('messages').innerHTML = e.data; });
+  es.addEventListener('messages', e => { const m = document.getElementById('messages'); m.innerHTML = e.data; watchFrames(m); });
   es.onerror = () => { hnb.ready = false; status.textContent = 'reconnecting…'; };
   hnb.es = es;
 };
@@ -306,6 +307,7 @@ document.addEventListener('DOMContentLoaded', () => {  // (no inline script carr
   const b = document.body;
   if (!b.dataset.dialog) return;
   document.getElementById('hnb-interrupt')?.addEventListener('click', hnb.interrupt);
+  watchFrames();
   hnb.connect(b.dataset.dialog, b.dataset.sig || '');
 });
 })();
