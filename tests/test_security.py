@@ -18,7 +18,7 @@ real sockets, Debian's headless Chromium (through playwright) and the official M
   behind another on the same kernel gets only what is left of its timeout.
 Every process is stopped by PID at the end of its test.
 """
-import hashlib, http.server, json, os, random, re, signal, socket, stat, subprocess, sys, threading, time
+import hashlib, http.server, json, os, random, re, signal, socket, stat, statistics, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -485,7 +485,8 @@ def test_catastrophic_regex_is_cut_off_while_the_server_answers(tmp_path):
         th.join()
         assert res['status'] == 400 and 'took longer than' in res['error'], res
         assert res['took'] < 30, res
-        assert len(lat) >= 5 and max(lat) < 0.5, (len(lat), max(lat))  # answered all along
+        # answered all along (a frozen process would show one answer as slow as the whole search, seconds)
+        assert len(lat) >= 5 and statistics.median(lat) < 0.1 and max(lat) < 2, (len(lat), statistics.median(lat), max(lat), res)
         # the workspace's grep (a caller's pattern over files) is cut off the same way
         (root / 'big.txt').write_text('a' * 60 + '\n')
         r = srv.post('workspace_', dlg_name='re', tool='grep', args=json.dumps({'pattern': '(a|aa)+b'}))
