@@ -219,7 +219,7 @@ def _open_dir(self:NbDoc, check:bool=True) -> int:
                 st = os.fstat(fd)
                 if self._dir is not None and (st.st_dev, st.st_ino) != self._dir: os.close(fd); self._swapped()
                 self._dir, self._dfd = (st.st_dev, st.st_ino), fd
-                weakref.finalize(self, os.close, fd)
+                weakref.finalize(self, os.close, fd).atexit = False  # (at exit the saves that flush documents still need it)
                 return fd
     if not check: return self._dfd  # (a look through the descriptor cannot be redirected: only writes need the check)
     st = os.stat(self.path.parent)  # (a swap after this look still cannot redirect us: we work through the descriptor)
