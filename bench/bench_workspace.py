@@ -9,9 +9,15 @@ Prints, each as the median of REPEATS runs:
   status line, every section counted against its budget; FILE_WINDOWS' budget is raised so nothing is cut);
 - render with the default budgets (FILE_WINDOWS is then cut to 20,000 tokens with a marker);
 - a cold render (every window re-read first with `update_window`, so no cached text is reused);
-and the ratio render / baseline. No asserts: run `python bench/bench_workspace.py` from the repo root.
+and the ratio render / baseline.
+
+Searches (`grep`, `open_search`) run the model's pattern as a `SafePattern` (the `regex` package, under a time
+limit, without holding the GIL), one call per file. Their figure: `grep` over the same 50 files (500 lines each,
+one match in every file), against a baseline of the stdlib `re` searching each line of those files; `grep` also keeps
+its result (the workspace's state file is written, with an fsync), so the search alone is timed too.
+No asserts: run `python bench/bench_workspace.py` from the repo root.
 """
-import random, statistics, sys, tempfile, time
+import random, re, statistics, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's headlesnb, whatever is installed
@@ -37,6 +43,14 @@ def baseline(spans) -> int:
     for p, s, e in spans:
         with open(p, encoding='utf-8') as f: lines = f.read().split('\n')
         n += len('\n'.join(lines[s - 1:e]))
+    return n
+
+
+def re_scan(root: Path, pattern: str) -> int:
+    "The baseline of a search: read every file and search each of its lines with the stdlib `re`"
+    pat, n = re.compile(pattern), 0
+    for p in sorted((root / 'src').glob('*.py')):
+        n += sum(1 for l in p.read_text().split('\n') if pat.search(l))
     return n
 
 
@@ -76,6 +90,14 @@ def main():
     print(f'render (whole workspace, nothing cut):          median {rend * 1e3:8.3f} ms   ratio render/baseline = {rend / base:.2f}x (target <= 3x)')
     print(f'render with default budgets (FILE_WINDOWS cut): median {rend_default * 1e3:8.3f} ms   ratio {rend_default / base:.2f}x')
     print(f'cold render (window text rebuilt, no file I/O): median {cold_t * 1e3:8.3f} ms   ratio {cold_t / base:.2f}x')
+    pattern = r'value_250 = compute\(arg_250'
+    assert re_scan(root, pattern) == N_WINDOWS and ws.grep(pattern, 'src')['matches'] == N_WINDOWS
+    scan = median_time(lambda: re_scan(root, pattern), 20)
+    grep = median_time(lambda: ws.grep(pattern, 'src'), 20)
+    search = median_time(lambda: list(ws._scan(pattern, 'src')), 20)
+    print(f'baseline (stdlib re, line by line, {N_WINDOWS} files x {FILE_LINES} lines): median {scan * 1e3:8.3f} ms')
+    print(f'grep (SafePattern, time-limited, one call per file): median {grep * 1e3:8.3f} ms   ratio grep/baseline = {grep / scan:.2f}x')
+    print(f'the search alone (no result kept):                  median {search * 1e3:8.3f} ms   ratio {search / scan:.2f}x')
     print(f'update_window x {N_WINDOWS} + render (re-read all, state saved each time): median {reread * 1e3:8.3f} ms')
 
 

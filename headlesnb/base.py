@@ -69,7 +69,9 @@ class BaseManager:
         with it.doc.lock:
             if it.doc.save_error and strict:
                 raise ConflictError(f"{it.path} could not be saved: {it.doc.save_error}")
-            if it.doc.sync(strict=strict): it.history.clear()  # reloaded: old commands describe another file
+            if it.doc.sync(strict=strict):  # reloaded: old commands describe another file
+                if it.history: it.history.clear()
+                self._reloaded(it)
             before = getattr(it.doc, 'version', None)
             yield it
             after = getattr(it.doc, 'version', None)
@@ -142,6 +144,9 @@ def _activate(self:BaseManager, name:str) -> Item:
 def _prepare(self:BaseManager, it:Item): "Hook: get a newly opened item ready, before other threads can see it"
 
 @patch
+def _reloaded(self:BaseManager, it:Item): "Hook: the item's document was read again from its file (changed on disk, or `reload`)"
+
+@patch
 def close_all(self:BaseManager):
     "Save and close every item (kernels freed); items that cannot be saved stay open and are reported"
     failed = []
@@ -179,7 +184,7 @@ def _save(self:BaseManager, name, force=False) -> dict:
 def _reload(self:BaseManager, name) -> dict:
     "Discard unsaved edits and history; read the file again"
     it = self.item(name)
-    with it.doc.lock: it.doc.reload(); it.history.clear()
+    with it.doc.lock: it.doc.reload(); it.history.clear(); self._reloaded(it)
     return dict(reloaded=self.rel(it.path), cells=len(it.doc.cells))
 
 # %% ../nbs/09_base.ipynb #cb0d3a64
@@ -284,10 +289,11 @@ async def interrupt_on_cancel(kernel, coro):
 
 @patch
 def _kernel(self:BaseManager, it:Item):
-    "The item's kernel, started on first use in the item's folder"
+    "The item's kernel, started on first use in the item's folder (by the item's own `kernel_factory`, else the manager's)"
     with it.doc.lock:
         if it.kernel is None or it.kernel.closed:
-            if self.kernel_factory: it.kernel = self.kernel_factory(it.path.parent)
+            factory = it.state.get('kernel_factory') or self.kernel_factory
+            if factory: it.kernel = factory(it.path.parent)
             else:
                 from headlesnb.inprocess import InProcessKernel
                 it.kernel = InProcessKernel(cwd=it.path.parent, mpl_format=self.mpl_format, output_limit=self.output_limit)

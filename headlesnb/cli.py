@@ -10,6 +10,7 @@ import argparse, os, shutil, sys, tempfile
 from pathlib import Path
 import headlesnb
 from .errors import HeadlesnbError
+from .agents_ui import AGENT_COMMANDS
 
 # %% ../nbs/21_cli.ipynb #ab41e016
 def _progress(done:int, total:int, name:str):
@@ -68,11 +69,15 @@ def _parser():
     r.add_argument('--allow-errors', action='store_true', help='run every cell even after an error; exit 0')
     sub.add_parser('mcp', help='MCP server for AI assistants (headlesnb mcp --help)', add_help=False)
     sub.add_parser('serve', help='dialoghelper-compatible HTTP server (headlesnb serve --help)', add_help=False)
+    for c in AGENT_COMMANDS: sub.add_parser(c, help=f'subagents (headlesnb {c} --help)', add_help=False)
     return p
 
 def main(argv=None) -> int:
     "Entry point of the `headlesnb` command"
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in AGENT_COMMANDS:
+        from headlesnb.agents_ui import agents_main
+        return agents_main(argv)
     if argv and argv[0] in ('mcp', 'serve'):
         if argv[0] == 'mcp': from headlesnb.mcp import mcp_main as server_main
         else: from headlesnb.server_app import serve_main as server_main

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .errors import *
 from .document import mk_cell, CELL_TYPES
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .utils import text_diff, check_int
+from .utils import text_diff, check_int, content_hash, check_hash, hash_list
 from .base import BaseManager, store_run, run_info
 
 # %% ../nbs/10_notebook.ipynb #83dec1a7
@@ -33,7 +33,7 @@ def _preview(src, n=80):
 def cell_info(doc, i:int, detailed:bool=True, include_outputs:bool=True) -> dict:
     "A cell as a plain dict for callers"
     c = doc.cells[i]
-    d = dict(index=i, id=c['id'], cell_type=c['cell_type'])
+    d = dict(index=i, id=c['id'], cell_type=c['cell_type'], hash=content_hash(c['source']))
     if detailed: d['source'] = c['source']
     else: d.update(preview=_preview(c['source']), lines=c['source'].count('\n') + 1 if c['source'] else 0)
     if c['cell_type'] == 'code':
@@ -53,9 +53,17 @@ class NotebookManager(BaseManager):
         return dict(name=it.name, path=self.rel(it.path), cells=len(it.doc.cells), active=self.active == it.name,
                     dirty=it.doc.dirty, kernel='not started' if k is None else 'busy' if k.busy else 'idle')
 
-    def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect') -> dict:
-        "Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active"
-        return self._info(self._open(notebook_name, notebook_path, mode))
+    def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect', kernel_factory=None) -> dict:
+        """Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active; `kernel_factory(cwd)`
+        gives this notebook's kernel (default: the manager's)"""
+        if kernel_factory is not None and not callable(kernel_factory): raise BadArgumentError("kernel_factory must be a callable(cwd) returning a Kernel")
+        with self._lock:
+            it = self._items.get(notebook_name)
+            if kernel_factory is not None and it is not None and it.kernel is not None and not it.kernel.closed:
+                raise ConflictError(f"notebook {notebook_name!r} already runs in a kernel: unuse_notebook it first to run it in another")
+            it = self._open(notebook_name, notebook_path, mode)
+            if kernel_factory is not None: it.state['kernel_factory'] = kernel_factory
+        return self._info(it)
 
     def unuse_notebook(self, notebook_name:str|None=None) -> dict:
         "Save and close a notebook, freeing its kernel"
@@ -121,59 +129,72 @@ def _check_src(s, what='cell_source'):
     if not isinstance(s, str): raise BadArgumentError(f"{what} must be a string, not {type(s).__name__}")
     return s
 
+def _guard(doc, i:int, expected_hash):
+    "ConflictError (showing the current source) unless cell `i`'s source still has `expected_hash` (None: no check)"
+    c = doc.cells[i]
+    check_hash(expected_hash, c['source'], f"cell {i} (id {c['id']})")
+
 @patch
-def insert_cell(self:NotebookManager, cell_index:int, cell_type:str, cell_source:str='', notebook_name:str|None=None) -> dict:
-    "Insert a new cell before `cell_index` (-1 appends)"
+def insert_cell(self:NotebookManager, cell_index, cell_type:str, cell_source:str='', notebook_name:str|None=None) -> dict:
+    "Insert a new cell at index `cell_index` (-1 appends), or just before the cell whose id `cell_index` is"
     c = mk_cell(cell_type, _check_src(cell_source))
     with self.edit(notebook_name) as it:
         n = len(it.doc.cells)
+        if isinstance(cell_index, str): cell_index = it.doc.index(cell_index)
         if isinstance(cell_index, bool) or not isinstance(cell_index, int): raise BadArgumentError(f"cell_index must be an int, not {cell_index!r}")
         if cell_index == -1: cell_index = n
         if not 0 <= cell_index <= n: raise BadArgumentError(f"cell_index {cell_index} out of range: insert at 0..{n}, or -1 to append")
         it.history.apply(it.doc, InsertCells(cell_index, [c], f'insert {cell_type} cell'))
-        return dict(index=cell_index, id=c['id'], cell_type=cell_type, total=n + 1)
+        return dict(index=cell_index, id=c['id'], cell_type=cell_type, hash=content_hash(c['source']), total=n + 1)
 
 @patch
-def overwrite_cell_source(self:NotebookManager, cell_index, cell_source:str, notebook_name:str|None=None) -> dict:
-    "Replace a cell's whole source; returns a unified diff"
+def overwrite_cell_source(self:NotebookManager, cell_index, cell_source:str, notebook_name:str|None=None, expected_hash:str|None=None) -> dict:
+    "Replace a cell's whole source (refused if it no longer has `expected_hash`); returns a unified diff and the new hash"
     _check_src(cell_source)
     with self.edit(notebook_name) as it:
         i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
+        _guard(it.doc, i, expected_hash)
         old = c['source']
         it.history.apply(it.doc, SetFields(c['id'], {'source': cell_source}, 'overwrite cell source'))
-        return dict(index=i, id=c['id'], diff=text_diff(old, cell_source))
+        return dict(index=i, id=c['id'], diff=text_diff(old, cell_source), hash=content_hash(cell_source))
 
 @patch
-def edit_cell_source(self:NotebookManager, cell_index, old_string:str, new_string:str, replace_all:bool=False, notebook_name:str|None=None) -> dict:
-    "Replace `old_string` (which must occur exactly once, unless `replace_all`) in a cell's source"
+def edit_cell_source(self:NotebookManager, cell_index, old_string:str, new_string:str, replace_all:bool=False, notebook_name:str|None=None,
+                     expected_hash:str|None=None) -> dict:
+    "Replace `old_string` (which must occur exactly once, unless `replace_all`) in a cell's source (refused if it no longer has `expected_hash`)"
     _check_src(old_string, 'old_string'); _check_src(new_string, 'new_string')
     if not old_string: raise BadArgumentError("old_string must not be empty")
     with self.edit(notebook_name) as it:
         i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
+        _guard(it.doc, i, expected_hash)
         old = c['source']; n = old.count(old_string)
         if n == 0: raise BadArgumentError(f"old_string not found in cell {i}")
         if n > 1 and not replace_all: raise BadArgumentError(f"old_string occurs {n} times in cell {i}: give more context or pass replace_all=True")
         new = old.replace(old_string, new_string)
         it.history.apply(it.doc, SetFields(c['id'], {'source': new}, 'edit cell source'))
-        return dict(index=i, id=c['id'], replacements=n, diff=text_diff(old, new))
+        return dict(index=i, id=c['id'], replacements=n, diff=text_diff(old, new), hash=content_hash(new))
 
 @patch
-def delete_cell(self:NotebookManager, cell_indices, include_source:bool=True, notebook_name:str|None=None) -> dict:
-    "Delete one or several cells (indices or ids) as one undo step"
+def delete_cell(self:NotebookManager, cell_indices, include_source:bool=True, notebook_name:str|None=None, expected_hash=None) -> dict:
+    "Delete one or several cells (indices or ids) as one undo step; `expected_hash`: one hash, or one per cell given (all checked first)"
     refs = cell_indices if isinstance(cell_indices, (list, tuple)) else [cell_indices]
     if not refs: raise BadArgumentError("cell_indices is empty")
+    hashes = hash_list(expected_hash, len(refs), 'cells')
     with self.edit(notebook_name) as it:
-        pos = sorted({cell_pos(it.doc, r) for r in refs})
-        gone = [dict(index=i, id=it.doc.cells[i]['id'], cell_type=it.doc.cells[i]['cell_type'],
+        given = [cell_pos(it.doc, r) for r in refs]
+        for i, h in zip(given, hashes): _guard(it.doc, i, h)
+        pos = sorted(set(given))
+        gone = [dict(index=i, id=it.doc.cells[i]['id'], cell_type=it.doc.cells[i]['cell_type'], hash=content_hash(it.doc.cells[i]['source']),
                      **(dict(source=it.doc.cells[i]['source']) if include_source else {})) for i in pos]
         it.history.apply(it.doc, DeleteCells([g['id'] for g in gone], f'delete {len(gone)} cell(s)'))
         return dict(deleted=gone, total=len(it.doc.cells))
 
 @patch
-def move_cell(self:NotebookManager, source_index, target_index:int, notebook_name:str|None=None) -> dict:
-    "Move a cell so that it ends up at `target_index`"
+def move_cell(self:NotebookManager, source_index, target_index:int, notebook_name:str|None=None, expected_hash:str|None=None) -> dict:
+    "Move a cell so that it ends up at `target_index` (refused if the cell at `source_index` no longer has `expected_hash`)"
     with self.edit(notebook_name) as it:
         i = cell_pos(it.doc, source_index); j = cell_pos(it.doc, target_index)
+        _guard(it.doc, i, expected_hash)
         ids = it.doc.ids(); cid = ids.pop(i); ids.insert(j, cid)
         it.history.apply(it.doc, Reorder(ids, f'move cell {i} to {j}'))
         return dict(id=cid, from_index=i, to_index=j)
@@ -199,12 +220,14 @@ def reorder_cells(self:NotebookManager, new_order:list, notebook_name:str|None=N
         return dict(order=ids)
 
 @patch
-def clear_cell_output(self:NotebookManager, cell_index=None, notebook_name:str|None=None) -> dict:
-    "Clear the outputs of one code cell, or of every code cell when `cell_index` is None (one undo step)"
+def clear_cell_output(self:NotebookManager, cell_index=None, notebook_name:str|None=None, expected_hash:str|None=None) -> dict:
+    "Clear the outputs of one code cell (refused if it no longer has `expected_hash`), or of every code cell when `cell_index` is None (one undo step)"
+    if cell_index is None and expected_hash is not None: raise BadArgumentError("expected_hash needs a cell_index: it guards one cell")
     with self.edit(notebook_name) as it:
         if cell_index is None: cells = [c for c in it.doc.cells if c['cell_type'] == 'code']
         else:
-            c = it.doc.cells[cell_pos(it.doc, cell_index)]
+            i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
+            _guard(it.doc, i, expected_hash)
             if c['cell_type'] != 'code': raise BadArgumentError(f"cell {cell_index!r} is a {c['cell_type']} cell: only code cells have outputs")
             cells = [c]
         cmds = [SetFields(c['id'], {'outputs': [], 'execution_count': None}) for c in cells if c['outputs'] or c.get('execution_count')]
@@ -222,8 +245,8 @@ def execute_cell(self:NotebookManager, cell_index, timeout:float|None=None, note
     return self._run_cell(notebook_name, self._cell_id(notebook_name, cell_index), timeout)
 
 @patch
-def insert_execute_code_cell(self:NotebookManager, cell_index:int, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
-    "Insert a code cell before `cell_index` (-1 appends) and run it"
+def insert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+    "Insert a code cell at `cell_index` (-1 appends; a cell id: just before that cell) and run it"
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
     return self._run_cell(notebook_name, ins['id'], timeout)
 
@@ -239,7 +262,7 @@ async def aexecute_cell(self:NotebookManager, cell_index, timeout:float|None=Non
     return await self._arun_cell(notebook_name, self._cell_id(notebook_name, cell_index), timeout)
 
 @patch
-async def ainsert_execute_code_cell(self:NotebookManager, cell_index:int, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+async def ainsert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
     "`insert_execute_code_cell` for asyncio code"
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
     return await self._arun_cell(notebook_name, ins['id'], timeout)

@@ -130,7 +130,7 @@ async def read_form(req:Request) -> Form:
     return Form(items)
 
 # %% ../nbs/26_server.ipynb #2ed436aa
-ECHO_KEYS = ('id', 'run', 'idx', 'ai_output', 'execution_count')  # read-only keys `update_msg(msg=d)` may send back
+ECHO_KEYS = ('id', 'run', 'idx', 'ai_output', 'execution_count', 'hash')  # read-only keys `update_msg(msg=d)` may send back
 
 def prompt_reply(output) -> str:
     "A prompt's reply markdown from its stored output"
@@ -152,6 +152,7 @@ def wire_msg(m:dict) -> dict:
     d = dict(id=m['id'], msg_type=m['msg_type'], content=m['content'], output=wire_output(m), run=bool(m['run']),
              time_run=m['time_run'] or '', meta=m['meta'])
     d.update({f: m[f] for f in FLAGS})
+    if 'hash' in m: d['hash'] = m['hash']
     return d
 
 def parse_output(msg_type:str, v):

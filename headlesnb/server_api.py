@@ -15,6 +15,7 @@ from fastcore.basics import patch
 from starlette.concurrency import run_in_threadpool
 from .errors import *
 from .paths import check_name
+from .utils import check_hash
 from .dialog import FIELDS, FLAGS
 from .server import *
 
@@ -101,13 +102,14 @@ def add_relative_(self:DhServer, f:Form):
 
 @endpoint()
 def update_msg_(self:DhServer, f:Form):
-    "Change message `id_`: only the fields given, and only those that differ"
+    "Change message `id_`: only the fields given, and only those that differ (refused if `expected_hash` is not its content's hash)"
     name = self.dlg(f)
     mid = f.get('id_')
     if not mid: raise BadArgumentError("update_msg needs the id of the message (id_)")
-    self.check_keys(f, {'id_', 'log_changed', *FIELDS, *ECHO_KEYS})
+    self.check_keys(f, {'id_', 'log_changed', 'expected_hash', *FIELDS, *ECHO_KEYS})
     with self.dm.edit(name):
         cur = self.dm.read_message(mid, dialog_name=name)
+        check_hash(f.get('expected_hash') or None, cur['content'], f"message {mid}")  # a stale edit is refused, showing the message now
         wire = wire_msg(cur)
         new = self.fields(f, f.get('msg_type') or cur['msg_type'], FIELDS)
         if 'output' in new and f.get('output') == wire['output']: del new['output']  # the echo of what read_msg gave
@@ -121,11 +123,11 @@ def update_msg_(self:DhServer, f:Form):
 
 @endpoint()
 def rm_msg_(self:DhServer, f:Form):
-    "Delete message `msid`"
+    "Delete message `msid` (refused if `expected_hash` is not its content's hash)"
     name = self.dlg(f)
     mid = f.get('msid') or f.get('id_')
     if not mid: raise BadArgumentError("no message id given (msid)")
-    self.dm.delete_messages([mid], dialog_name=name)
+    self.dm.delete_messages([mid], dialog_name=name, expected_hash=f.get('expected_hash') or None)
     return {'status': 'success'}
 
 @endpoint()

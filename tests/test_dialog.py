@@ -116,16 +116,27 @@ def test_roundtrip_aidialog_to_headlesnb_and_old_format(root):
     assert [m['id'] for m in ms] == [m.id for m in d.messages]
     assert [(m['msg_type'], m['content']) for m in ms] == [('note', '# Head'), ('code', '1 + 1'), ('prompt', 'Why?')]
     assert ms[0]['pinned'] == 1 and ms[1]['ai_output'] == '2' and ms[2]['ai_output'] == 'Because.' and ms[2]['meta'] == {'mine': True}
-    # an old-format file: prompt and reply in one markdown cell; read, and written back in the new form
-    old = dict(cells=[dict(cell_type='markdown', id='0ld1d000', metadata={'solveit_ai': True}, source='What?' + _reply_sep + 'That.')],
+    # an old-format file: prompt and reply in one markdown cell; read as a prompt, and left as it is on disk
+    old = dict(cells=[dict(cell_type='markdown', id='0ld1d000', metadata={'solveit_ai': True}, source='What?' + _reply_sep + 'That.'),
+                      dict(cell_type='markdown', id='n0te0000', metadata={}, source='a note')],
                metadata={'solveit_dialog_mode': 'learning', 'solveit_ver': 1}, nbformat=4, nbformat_minor=5)
     (root / 'old.ipynb').write_text(json.dumps(old))
+    before = (root / 'old.ipynb').read_bytes()
     dm.use_dialog('old')
     m = dm.read_message('0ld1d000', dialog_name='old')
     assert (m['msg_type'], m['content'], m['ai_output']) == ('prompt', 'What?', 'That.')
     dm.close_all()
+    assert (root / 'old.ipynb').read_bytes() == before  # opened, read, closed: not rewritten
+    # the first edit writes the whole dialog in the current form, which aidialog reads back
+    dm.use_dialog('old')
+    dm.update_message('n0te0000', content='an edited note', dialog_name='old')
+    dm.close_all()
     cell = json.loads((root / 'old.ipynb').read_text())['cells'][0]
-    assert cell['cell_type'] == 'code' and ''.join(cell['source']).startswith('%%prompt\n')
+    assert cell['cell_type'] == 'code' and ''.join(cell['source']) == '%%prompt\nWhat?' and cell['metadata']['solveit_ai'] is True
+    assert [o['metadata'] for o in cell['outputs']] == [{'is_ai_res': True}]
+    d2 = read_ipynb(root / 'old.ipynb')
+    assert [(m.id, m.msg_type, m.content) for m in d2.messages] == [('0ld1d000', 'prompt', 'What?'), ('n0te0000', 'note', 'an edited note')]
+    assert d2.messages[0].ai_res == 'That.'
 
 def test_run_queue_runs_in_order_in_the_background(root):
     dm = make(root)

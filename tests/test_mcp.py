@@ -17,6 +17,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ImageContent, TextContent
+from headlesnb.utils import content_hash
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -75,7 +76,7 @@ async def wait_idle(s):
 NOTEBOOK_TOOLS = {'list_files', 'list_kernels', 'use_notebook', 'list_notebooks', 'restart_notebook', 'unuse_notebook',
                   'read_notebook', 'read_cell', 'insert_cell', 'overwrite_cell_source', 'edit_cell_source', 'delete_cell',
                   'move_cell', 'clear_cell_output', 'execute_cell', 'insert_execute_code_cell', 'execute_code',
-                  'interrupt', 'undo', 'redo', 'history', 'run_all', 'swap_cells', 'save', 'ping'}
+                  'interrupt', 'undo', 'redo', 'history', 'run_all', 'swap_cells', 'save', 'ping', 'connect_to_jupyter'}
 
 
 DIALOG_TOOLS = {'list_dialogs', 'use_dialog', 'unuse_dialog', 'find_msgs', 'read_msg', 'add_msg', 'update_msg',
@@ -89,7 +90,7 @@ def test_tools_and_schemas(tmp_path):
             assert NOTEBOOK_TOOLS <= set(tools)
             ins = tools['insert_cell'].input_schema
             assert set(ins['properties']) == {'cell_index', 'cell_type', 'cell_source', 'notebook_name'}
-            assert set(ins['required']) == {'cell_index', 'cell_type'}
+            assert set(ins['required']) == {'cell_index', 'cell_type', 'cell_source'}  # as jupyter-mcp-server (cell_source has a default here)
             assert ins['properties']['cell_type']['enum'] == ['code', 'markdown', 'raw']
             assert {'cell_index', 'timeout', 'stream', 'progress_interval', 'notebook_name'} <= set(tools['execute_cell'].input_schema['properties'])
             assert set(tools['edit_cell_source'].input_schema['properties']) >= {'cell_index', 'old_string', 'new_string', 'replace_all'}
@@ -99,7 +100,8 @@ def test_tools_and_schemas(tmp_path):
             # a cell may be named by index or id
             assert {a['type'] for a in tools['read_cell'].input_schema['properties']['cell_index']['anyOf']} == {'integer', 'string'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
-                if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files'):
+                if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files', 'connect_to_jupyter',
+                                'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'):
                     assert {'notebook_name', 'dialog_name', 'workspace'} & set(t.input_schema['properties']), name
                 assert t.description, name
             assert DIALOG_TOOLS <= set(tools)
@@ -119,22 +121,22 @@ def test_edit_read_round_trip(tmp_path):
             assert await ok(s, 'use_notebook', notebook_name='nb', mode='create') == \
                 "created notebook 'nb' (nb.ipynb, 0 cells); it is now the active notebook"
             r = await ok(s, 'insert_cell', cell_index=-1, cell_type='markdown', cell_source='# Title', notebook_name='nb')
-            assert r.startswith('inserted markdown cell 0 (id ') and r.endswith('the notebook has 1 cell')
-            md_id = r.split('(id ')[1].split(')')[0]
+            assert r.startswith('inserted markdown cell 0 (id ') and 'the notebook has 1 cell, showing surrounding cells:' in r
+            md_id = r.split('(id ')[1].split(',')[0]
             await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='a = 1\nb = 2', notebook_name='nb')
             await ok(s, 'insert_cell', cell_index=0, cell_type='raw', cell_source='raw text')
             brief = await ok(s, 'read_notebook', notebook_name='nb')
             lines = brief.splitlines()
             assert lines[0] == "notebook 'nb' (nb.ipynb): 3 cells; cells 0-2"
-            assert lines[1].startswith('[0] raw · id ') and lines[2].startswith(f'[1] markdown · id {md_id}')
+            assert lines[1].startswith('[0] raw · id ') and lines[2].startswith(f'[1] markdown · id {md_id} · hash ')
             assert lines[3].startswith('[2] code · id ') and '2 lines' in lines[3]
             r = await ok(s, 'edit_cell_source', cell_index=2, old_string='b = 2', new_string='b = 3', notebook_name='nb')
             assert r.startswith('edited cell 2 (id ') and '-b = 2' in r and '+b = 3' in r
             r = await ok(s, 'read_cell', cell_index=md_id, notebook_name='nb')  # by id
-            assert r == f'[1] markdown · id {md_id}\n# Title'
+            assert r == f'[1] markdown · id {md_id} · hash {content_hash("# Title")}\n# Title'
             r = await ok(s, 'read_cell', cell_index='2')  # an index sent as a string
             assert r.startswith('[2] code · id ') and 'a = 1\nb = 3' in r
-            assert (await ok(s, 'move_cell', source_index=md_id, target_index=0)).endswith('from index 1 to 0')
+            assert (await ok(s, 'move_cell', source_index=md_id, target_index=0)).startswith(f'moved cell {md_id} from index 1 to 0;')
             r = await ok(s, 'overwrite_cell_source', cell_index=-1, cell_source='c = 3')
             assert r.startswith('overwrote cell 2 (id ') and '+c = 3' in r
             r = await ok(s, 'delete_cell', cell_indices=[1])
@@ -169,7 +171,8 @@ def test_errors_are_one_line_and_server_goes_on(tmp_path):
             assert 'out of range' in await err(s, 'insert_cell', cell_index=7, cell_type='code')
             assert 'out of range' in await err(s, 'execute_cell', cell_index=3)
             assert 'cell_type' in await err(s, 'insert_cell', cell_index=0, cell_type='python', cell_source='x')
-            assert 'invalid arguments for insert_cell' in await err(s, 'insert_cell', cell_index='first', cell_type='code')
+            assert "no cell with id 'first'" in await err(s, 'insert_cell', cell_index='first', cell_type='code')  # a str is a cell id
+            assert 'invalid arguments for insert_cell' in await err(s, 'insert_cell', cell_index=[0], cell_type='code')
             assert 'invalid arguments for read_notebook' in await err(s, 'read_notebook', response_format='full')
             assert 'old_string not found' in await err(s, 'edit_cell_source', cell_index=0, old_string='zzz', new_string='y')
             assert 'outside the root' in await err(s, 'use_notebook', notebook_name='evil', notebook_path='../evil.ipynb', mode='create')
@@ -259,7 +262,8 @@ def test_dialog_tools(tmp_path):
             assert 'pinned' in await ok(s, 'update_msg', msg_id=note, pinned=True)
             found = await ok(s, 'find_msgs', re_pattern='x \\* 7')
             assert f'code · id {code}' in found and '--- output:\n42' in found and '# Plan' not in found
-            assert (await ok(s, 'read_msg', n=0, relative=False)).startswith(f'note · id {note} · pinned')
+            head = (await ok(s, 'read_msg', n=0, relative=False)).splitlines()[0]
+            assert head == f'note · id {note} · hash {content_hash("# Plan")} · pinned'
             assert 'deleted 1 message' in await ok(s, 'del_msgs', ids=[note])
             assert 'undid' in await ok(s, 'dialog_undo')
             msg = await err(s, 'execute_prompt', msg_id=code)

@@ -689,3 +689,41 @@ def test_tools_directly(root, ws):
     assert tools['editor']('insert', editor_id='e5', before_line=1, text='# top').startswith('e5: insert before line 1 in a.py (-0 +1 lines)')
     assert tools['editor']('undo', editor_id='e5').startswith('e5: undo insert before line 1')
     with pytest.raises(HeadlesnbError): tools['editor']('delete', editor_id='e5')
+
+
+# ---------------------------------------------------------------- searches under a time limit, the manager as a BaseManager
+
+def test_catastrophic_pattern_is_an_error_not_a_hang(root, ws):
+    import time
+    (root / 'x.txt').write_text('x' * 5000 + '\n')
+    for search in (lambda: ws.grep('(x+x+)+y'), lambda: ws.open_search('(x+x+)+y'),
+                   lambda: ws.tools()['grep']('(x+x+)+y')):
+        t0 = time.monotonic()
+        with pytest.raises(BadArgumentError, match='took longer than'): search()
+        assert time.monotonic() - t0 < 60  # 2 s of search; generous for a loaded machine, but no hang
+    assert not ws.tool_windows and not ws.files  # nothing changed
+
+
+def test_search_matches_within_lines(root, ws):
+    (root / 'm.txt').write_text('a\nno\nb\na then b\nA B\n')
+    r = ws.grep('a.*b')  # `.` may match a newline in the pattern's flags: still one line at a time
+    assert ws.tool_windows[r['id']].output == 'm.txt:4: a then b'
+    r = ws.grep('^a', ignore_case=True)
+    assert ws.tool_windows[r['id']].output == 'm.txt:1: a\nm.txt:4: a then b\nm.txt:5: A B'
+    assert ws.open_search('then', context_lines=0)['ids'] == ['f3'] and ws.files['f3'].lines == ['a then b']
+
+
+def test_manager_is_a_base_manager(root):
+    from headlesnb.base import BaseManager
+    with WorkspaceManager(root) as wm:
+        assert isinstance(wm, BaseManager) and wm.kind == 'workspace'
+        ws = wm.open_workspace('w')
+        assert wm.open_workspace('w') is ws and wm.item('w').history is None and wm.item('w').doc is ws
+        with pytest.raises(ConflictError, match="already open as workspace 'w'"): wm.open_workspace('v', 'w.workspace.json')
+        with pytest.raises(ConflictError, match='already used for'): wm.open_workspace('w', 'other.workspace.json')
+        (root / 'dir.workspace.json').mkdir()
+        with pytest.raises(BadArgumentError, match='is a folder'): wm.open_workspace('dir')
+        assert not (root / 'w.workspace.json').exists()  # nothing to save yet
+        ws.add_todo('x')
+        with wm.edit('w') as it: assert it.doc is ws and not ws.sync()
+    assert wm.list_workspaces() == [] and json.loads((root / 'w.workspace.json').read_text())['todos'] == [dict(text='x', done=False)]

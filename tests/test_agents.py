@@ -1,0 +1,604 @@
+"""Agents (issue 16) across process boundaries, with real parts: the command line in subprocesses, tmux (send-keys,
+capture-pane), a fake agent CLI (tests/agents_fake_agent.py) reporting through Claude Code's hook JSON, git worktrees,
+dialog agents answered through the anthropic SDK by tests/fake_anthropic.py, and the official MCP client.
+"""
+import json, os, re, subprocess, sys, threading, time
+from pathlib import Path
+
+import anyio, psutil, pytest
+from mcp import Client, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+from headlesnb.agents import AgentManager, SessionStore
+from headlesnb.agent_runners import tmux_sessions, spec_alive, proc_start
+from headlesnb.llm import AnthropicClient
+from fake_anthropic import FakeAnthropic
+
+HERE = Path(__file__).resolve().parent
+FAKE = HERE / 'agents_fake_agent.py'
+pytestmark = pytest.mark.timeout(180)
+
+# The one place that says how the `headlesnb` agent commands are run (after the merge: ['headlesnb'])
+HNB_ARGV = [sys.executable, '-m', 'headlesnb.cli']
+
+
+def hnb(*args, root=None, input=None, env=None, check=False, timeout=60) -> subprocess.CompletedProcess:
+    "Run `headlesnb ARGS...` (with --root ROOT when given) in a subprocess"
+    argv = HNB_ARGV + list(args) + (['--root', str(root)] if root is not None else [])
+    r = subprocess.run(argv, input=input, capture_output=True, text=True, env=env or os.environ.copy(), timeout=timeout)
+    if check: assert r.returncode == 0, (argv, r.returncode, r.stdout, r.stderr)
+    return r
+
+
+@pytest.fixture
+def tmux_env(tmp_path, monkeypatch):
+    "A private tmux server for the test (killed at the end); FAKE_AGENT_HOOK pointing at our hook command"
+    d = tmp_path / 'tmux'
+    d.mkdir()
+    monkeypatch.setenv('TMUX_TMPDIR', str(d))
+    monkeypatch.delenv('TMUX', raising=False)
+    monkeypatch.delenv('TMUX_PANE', raising=False)
+    monkeypatch.delenv('SCOPE_SESSION_ID', raising=False)
+    monkeypatch.setenv('FAKE_AGENT_HOOK', json.dumps(HNB_ARGV + ['hook']))
+    yield d
+    subprocess.run(['tmux', 'kill-server'], capture_output=True)
+
+
+@pytest.fixture
+def root(tmp_path, tmux_env):
+    "A project folder with notes.txt and the fake agents configured in .scope/agents.toml"
+    r = tmp_path / 'proj'
+    (r / '.scope').mkdir(parents=True)
+    (r / 'notes.txt').write_text('the answer is 42\n')
+    py, fake = json.dumps(sys.executable), json.dumps(str(FAKE))
+    (r / '.scope' / 'agents.toml').write_text(f'''
+[agents.fake]
+command = [{py}, {fake}, "interactive", "{{prompt}}"]
+[agents.sleeper]
+command = [{py}, {fake}, "sleep"]
+[agents.failing]
+command = [{py}, {fake}, "fail"]
+[agents.noop]
+command = ["true"]
+[agents.edit-b]
+command = [{py}, {fake}, "edit", "app.py", "3", "line three, by B"]
+[agents.edit-c]
+command = [{py}, {fake}, "edit", "app.py", "3", "line three, by C"]
+''')
+    return r
+
+
+def wait_for(cond, timeout=10, every=0.02, what='condition'):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = cond()
+        if v: return v
+        time.sleep(every)
+    raise AssertionError(f'timed out waiting for {what}')
+
+
+def pane(name) -> str:
+    return subprocess.run(['tmux', 'capture-pane', '-p', '-t', f'={name}:'], capture_output=True, text=True).stdout
+
+
+# ---------------------------------------------------------------- the command line across processes
+def test_cli_spawn_poll_wait_abort(root):
+    r = hnb('spawn', 'Say hello', '--agent', 'noop', '--type', 'explore', root=root, check=True)
+    assert r.stdout == '0\n'
+    done = json.loads(wait_for(lambda: (p := hnb('poll', '0', root=root)).returncode == 0 and '"done"' in p.stdout and p.stdout, what='done'))
+    assert done == dict(id='0', status='done', activity='', result='(the agent exited without output)', task='Say hello', task_type='explore', parent='')
+    # wait: all finished -> 0; a timeout -> 2 with the JSON still printed
+    assert json.loads(hnb('wait', '0', root=root, check=True).stdout)['results'][0]['status'] == 'done'
+    assert hnb('spawn', 'Sleep', '--agent', 'sleeper', root=root, check=True).stdout == '1\n'
+    r = hnb('wait', '0', '1', '--timeout', '0.3', root=root)
+    assert r.returncode == 2 and [x['status'] for x in json.loads(r.stdout)['results']] == ['done', 'running']
+    # errors: one line, exit 1, nothing changed
+    for args in [('poll', '7'), ('abort', '7'), ('wait', '1', '7'), ('poll', '../x'), ('spawn', 'x', '--agent', 'nope'),
+                 ('spawn', 'x', '--input', '../outside'), ('spawn', 'x', '--type', 'wrong'), ('merge', '0')]:
+        r = hnb(*args, root=root)
+        assert r.returncode == 1 and r.stdout == '' and r.stderr.strip().count('\n') <= 1 and r.stderr.strip(), (args, r.stderr)
+    assert 'no agent 7' in hnb('poll', '7', root=root).stderr
+    assert SessionStore(root).ids() == ['0', '1']
+    # a failing agent ends done, with an error result
+    i = hnb('spawn', 'Fail', '--agent', 'failing', root=root, check=True).stdout.strip()
+    res = json.loads(hnb('wait', i, '--timeout', '20', root=root, check=True).stdout)['results'][0]
+    assert res['result'].startswith('error: failing exited with status 3') and 'something went wrong' in res['result']
+    assert hnb('abort', '1', root=root, check=True).stdout.strip() == 'aborted 1'
+    assert json.loads(hnb('poll', '1', root=root).stdout)['status'] == 'aborted'
+    assert not tmux_sessions()
+
+
+def test_root_found_upwards_and_parent_from_env(root):
+    sub = root / 'deep' / 'er'
+    sub.mkdir(parents=True)
+    env = dict(os.environ)
+    r = subprocess.run(HNB_ARGV + ['spawn', 'top', '--agent', 'noop'], cwd=sub, capture_output=True, text=True, env=env)
+    assert r.stdout == '0\n', r.stderr
+    env['SCOPE_SESSION_ID'] = '0'  # as inside agent 0
+    r = subprocess.run(HNB_ARGV + ['spawn', 'child', '--agent', 'noop'], cwd=sub, capture_output=True, text=True, env=env)
+    assert r.stdout == '0.0\n', r.stderr
+    assert json.loads(hnb('poll', '0.0', root=root).stdout)['parent'] == '0'
+    assert (root / '.scope' / '.gitignore').read_text() == '*\n'
+
+
+def test_state_written_by_one_process_read_by_another(root):
+    am = AgentManager(root, tmux=False)
+    i = am.spawn('Sleep a while', agent='sleeper')  # written here...
+    p = json.loads(hnb('poll', i, root=root, check=True).stdout)  # ...read there
+    assert (p['status'], p['task']) == ('running', 'Sleep a while')
+    # a hook in a third process writes the activity; we read it here
+    env = dict(os.environ, SCOPE_SESSION_ID=i, HEADLESNB_ROOT=str(root))
+    ev = dict(session_id='s', transcript_path='/nonexistent', cwd=str(root), hook_event_name='PreToolUse', tool_name='Grep',
+              tool_input=dict(pattern='def main'), tool_use_id='toolu_x')
+    assert hnb('hook', 'activity', input=json.dumps(ev), env=env).returncode == 0
+    assert am.poll(i)['activity'] == 'searching: def main'
+    hnb('abort', i, root=root, check=True)  # aborted there, seen here
+    assert am.poll(i)['status'] == 'aborted'
+
+
+def test_50_concurrent_spawns_get_50_distinct_ids(root):
+    am = AgentManager(root, tmux=False)
+    am.spawn('parent', agent='noop')
+    ids, procs = [], []
+    def spawn(k): ids.append((am.spawn(f'thread task {k}', agent='noop', parent='0' if k % 2 else ''), f'thread task {k}'))
+    for k in range(25):
+        procs.append((subprocess.Popen(HNB_ARGV + ['spawn', f'process task {k}', '--agent', 'noop', '--root', str(root)],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       env=dict(os.environ, SCOPE_SESSION_ID='0' if k % 2 else '')), f'process task {k}'))
+    ts = [threading.Thread(target=spawn, args=(k,)) for k in range(25)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    for p, task in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        ids.append((out.strip(), task))
+    assert len(ids) == 50 and len({i for i, _ in ids}) == 50
+    st = SessionStore(root)
+    for i, task in ids: assert st.read(i, 'task') == task
+    assert sum(i.startswith('0.') for i, _ in ids) == 24  # odd k under 0, from both threads and processes
+    assert len(st.ids()) == 51
+
+
+# ---------------------------------------------------------------- Claude Code's hooks
+def test_hook_handler_with_claude_code_json(root, tmp_path):
+    am = AgentManager(root, tmux=False)
+    i = am.spawn('', agent='sleeper')  # no task yet: the first prompt fills it
+    env = dict(os.environ, SCOPE_SESSION_ID=i)
+    env.pop('HEADLESNB_ROOT', None)
+    transcript = tmp_path / 'transcript.jsonl'
+    common = dict(session_id='8c35adc1-6c1b-4d0e-9a55-0c3e5d6b1f10', transcript_path=str(transcript), cwd=str(root), permission_mode='default')
+    def hook(event, **fields):
+        r = subprocess.run(HNB_ARGV + ['hook', event], input=json.dumps(common | fields), capture_output=True, text=True, env=env, cwd=root)
+        assert (r.returncode, r.stdout, r.stderr) == (0, '', '')
+        return am.store.load(i)
+    assert hook('task', hook_event_name='UserPromptSubmit', prompt='Refactor auth to use JWT\n\nDetails follow.')['task'] == 'Refactor auth to use JWT'
+    assert hook('task', hook_event_name='UserPromptSubmit', prompt='something else')['task'] == 'Refactor auth to use JWT'  # only an empty task
+    s = hook('activity', hook_event_name='PreToolUse', tool_name='Edit', tool_use_id='toolu_01',
+             tool_input=dict(file_path=str(root / 'src' / 'auth.ts'), old_string='a', new_string='b', replace_all=False))
+    assert s['activity'] == 'editing src/auth.ts'
+    assert hook('activity', hook_event_name='PreToolUse', tool_name='Bash', tool_use_id='toolu_02',
+                tool_input=dict(command='pytest -x tests/test_auth.py -k "jwt and not slow"', description='run the tests', timeout=120000)
+                )['activity'] == 'running: pytest -x tests/test_auth.py -k "jwt and'
+    assert hook('activity', hook_event_name='PreToolUse', tool_name='Task', tool_use_id='toolu_03',
+                tool_input=dict(description='explore', prompt='look around', subagent_type='general-purpose'))['activity'] == 'spawning subtask'
+    assert hook('activity', hook_event_name='PreToolUse', tool_name='WebFetch', tool_use_id='toolu_04', tool_input=dict(url='https://x'))['activity'] == 'WebFetch'
+    # attention: a permission prompt marks it; the person answering clears it
+    assert hook('notify', hook_event_name='Notification', message='Claude needs your permission to use Bash', notification_type='permission_prompt')['activity'] == 'needs input'
+    assert hook('task', hook_event_name='UserPromptSubmit', prompt='yes, go on')['activity'] == ''
+    # Stop: done, activity cleared, result = the last assistant message of the transcript (JSON lines as Claude Code writes them)
+    hook('activity', hook_event_name='PreToolUse', tool_name='Read', tool_use_id='toolu_05', tool_input=dict(file_path=str(root / 'notes.txt')))
+    transcript.write_text('\n'.join(json.dumps(e) for e in [
+        dict(parentUuid=None, isSidechain=False, type='user', sessionId=common['session_id'], message=dict(role='user', content='Refactor auth')),
+        dict(type='assistant', sessionId=common['session_id'], message=dict(id='msg_1', role='assistant', model='claude', content=[
+            dict(type='text', text='Looking.'), dict(type='tool_use', id='toolu_05', name='Read', input=dict(file_path='notes.txt'))])),
+        dict(type='user', message=dict(role='user', content=[dict(type='tool_result', tool_use_id='toolu_05', content='42')])),
+        dict(type='assistant', isSidechain=True, message=dict(role='assistant', content=[dict(type='text', text='a sidechain, not the answer')])),
+        dict(type='assistant', sessionId=common['session_id'], message=dict(id='msg_2', role='assistant', model='claude', content=[
+            dict(type='text', text='Files changed: src/auth.ts\nApproach: JWT.')]))]) + '\n')
+    s = hook('stop', hook_event_name='Stop', stop_hook_active=False)
+    assert (s['status'], s['activity'], s['result']) == ('done', '', 'Files changed: src/auth.ts\nApproach: JWT.')
+    # nothing is written without a known SCOPE_SESSION_ID, and bad input never makes it fail or print
+    for e in [dict(os.environ, SCOPE_SESSION_ID='42'), {k: v for k, v in os.environ.items() if k != 'SCOPE_SESSION_ID'},
+              dict(os.environ, SCOPE_SESSION_ID='../../etc')]:
+        for stdin in ['{not json', '', json.dumps(common | dict(hook_event_name='PreToolUse', tool_name='Read', tool_input={}))]:
+            r = subprocess.run(HNB_ARGV + ['hook', 'activity'], input=stdin, capture_output=True, text=True, env=e, cwd=root)
+            assert (r.returncode, r.stdout) == (0, '')
+    assert am.store.load(i)['activity'] == '' and SessionStore(root).ids() == [i]
+
+
+def test_setup_merges_into_claude_settings(tmp_path):
+    cfg = tmp_path / 'claude'
+    cfg.mkdir()
+    (cfg / 'settings.json').write_text(json.dumps(dict(model='opus', permissions=dict(allow=['Bash(ls:*)']),
+        hooks=dict(PreToolUse=[dict(matcher='Bash', hooks=[dict(type='command', command='audit.sh')])]))))
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(cfg))
+    r = hnb('setup', env=env, check=True)
+    assert 'added PreToolUse, Stop, UserPromptSubmit, Notification' in r.stdout and 'tmux: found' in r.stdout
+    s = json.loads((cfg / 'settings.json').read_text())
+    assert s['model'] == 'opus' and s['permissions'] == dict(allow=['Bash(ls:*)'])
+    assert [h['hooks'][0]['command'] for h in s['hooks']['PreToolUse']] == ['audit.sh', 'headlesnb hook activity']
+    assert {e: [h['hooks'][0]['command'] for h in s['hooks'][e]][-1] for e in ('Stop', 'UserPromptSubmit', 'Notification')} == \
+        dict(Stop='headlesnb hook stop', UserPromptSubmit='headlesnb hook task', Notification='headlesnb hook notify')
+    before = (cfg / 'settings.json').read_text()
+    assert 'already installed' in hnb('setup', env=env, check=True).stdout
+    assert (cfg / 'settings.json').read_text() == before
+    (cfg / 'settings.json').write_text('{"hooks": ')
+    r = hnb('setup', env=env)
+    assert r.returncode == 1 and 'not valid JSON' in r.stderr and (cfg / 'settings.json').read_text() == '{"hooks": '
+
+
+# ---------------------------------------------------------------- tmux
+def test_command_agent_in_tmux(root):
+    "A real run in tmux: the fake agent reports through the hooks, asks for input (needs input), gets it by send-keys, stops"
+    am = AgentManager(root, tmux=True)
+    i = am.spawn('Say hello to the user', agent='fake')
+    assert am.poll(i)['tmux'] == 'scope-0'
+    wait_for(lambda: 'waiting for input>' in pane('scope-0'), what='the agent to ask')
+    assert 'FAKE AGENT 0 READY: # Task' in pane('scope-0')
+    s = wait_for(lambda: (p := am.poll(i))['activity'] == 'needs input' and p, what='needs input')
+    assert s['status'] == 'running'
+    subprocess.run(['tmux', 'send-keys', '-t', '=scope-0:', 'use the formal greeting', 'Enter'], check=True)
+    s = am.wait([i], timeout=20)['results'][0]
+    assert (s['status'], s['activity'], s['result']) == ('done', '', 'fake result: use the formal greeting')
+    wait_for(lambda: 'scope-0' not in tmux_sessions(), what='the agent to exit')
+    assert am.poll(i)['status'] == 'done'  # its exit after the Stop hook changes nothing
+    contract = (root / '.scope/sessions/0/contract.md').read_text()
+    assert contract.startswith('# Task\n\nSay hello to the user') and '`headlesnb spawn' in contract
+
+
+def test_dead_tmux_session_is_marked_aborted(root):
+    am = AgentManager(root, tmux=True)
+    i = am.spawn('Sleep', agent='sleeper')
+    wait_for(lambda: 'SLEEPING' in pane('scope-0'), what='the agent to start')
+    pids = [int(x) for x in pane('scope-0').split('SLEEPING', 1)[1].split()[:2]]
+    subprocess.run(['tmux', 'kill-session', '-t', '=scope-0'], check=True)  # someone kills it behind our back
+    s = json.loads(hnb('poll', i, root=root, check=True).stdout)
+    assert (s['status'], s['activity']) == ('aborted', '') and s['result'] == 'aborted: its tmux session scope-0 is gone'
+    for p in pids:  # (tmux hung them up)
+        wait_for(lambda: not proc_start(p), what=f'process {p} to end')
+
+
+def test_tui_in_tmux(root):
+    "The terminal UI running in a real terminal (tmux): it shows the tree; x, y aborts the agent under the cursor"
+    am = AgentManager(root, tmux=False)
+    a = am.spawn('Refactor auth to JWT', agent='sleeper')
+    b = am.spawn('Extract JWT helpers', agent='sleeper', parent=a)
+    am.spawn('Done already', agent='noop')
+    wait_for(lambda: am.poll('1')['status'] == 'done')
+    env = {k: v for k, v in os.environ.items() if k not in ('TMUX', 'TMUX_PANE')}
+    subprocess.run(['tmux', 'new-session', '-d', '-s', 'ui', '-x', '120', '-y', '20', '--', *HNB_ARGV, 'agents', '--root', str(root)],
+                   check=True, env=env)
+    screen = wait_for(lambda: '2 running' in (s := pane('ui')) and 'Extract JWT helpers' in s and 'q quit' in s and s, timeout=30, what='the tree')
+    assert 'Refactor auth to JWT' in screen and '● running' in screen and '✓ done' in screen
+    assert all(k in screen for k in ('n new', '↵ attach', 'x abort', 'd hide done')), screen
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'j'], check=True)  # cursor: first row -> 0.0
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'x'], check=True)
+    wait_for(lambda: 'Abort agent 0.0?' in pane('ui'), what='the question')
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'y'], check=True)
+    wait_for(lambda: am.store.load(b)['status'] == 'aborted', what='the abort')
+    wait_for(lambda: '1 running' in pane('ui') and '✗ aborted' in pane('ui'), what='the tree to show it')
+    assert am.poll(a)['status'] == 'running'
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'q'], check=True)
+    wait_for(lambda: 'ui' not in tmux_sessions(), what='the UI to quit')
+    am.abort(a)
+
+
+# ---------------------------------------------------------------- dialog agents against the fake Messages API
+def agent_of(body) -> str:
+    "Which agent sent a Messages API request (its contract, the system prompt, names it)"
+    system = ''.join(b['text'] for b in body['system']) if isinstance(body['system'], list) else body['system']
+    return re.search(r'You are agent (\d+(?:\.\d+)*)', system).group(1)
+
+
+class Script:
+    "Per-agent replies for FakeAnthropic; an item may be a callable(body) (which may block: a held request)"
+    def __init__(self, **by_agent): self.by_agent, self.lock = {k.replace('_', '.').lstrip('a'): list(v) for k, v in by_agent.items()}, threading.Lock()
+    def __call__(self, body):
+        with self.lock: item = self.by_agent[agent_of(body)].pop(0)
+        return item(body) if callable(item) else item
+
+
+def last_result(body) -> str:
+    "The last tool result the model was sent"
+    return [b for b in body['messages'][-1]['content'] if b.get('type') == 'tool_result'][-1]['content']
+
+
+def test_dialog_agent_end_to_end(root):
+    "The child opens a file, spawns a grandchild, waits, answers; the activity is seen while each tool call is in flight"
+    gate_read, gate_wait, gate_shell = threading.Event(), threading.Event(), threading.Event()
+    def held(ev, reply):
+        def f(body):
+            assert ev.wait(30), 'the test never released this request'
+            return reply(body) if callable(reply) else reply
+        return f
+    script = Script(
+        a0=[dict(text='Reading the notes first.', tool_calls=[('file_windows', dict(operation='open_range', file_path='notes.txt'))]),
+            held(gate_read, dict(tool_calls=[('spawn_agent', dict(task='Double 21 and say only the number', task_type='test'))])),
+            dict(tool_calls=[('shell', dict(command=f'while [ ! -e {root}/go ]; do sleep 0.02; done; echo shell ok'))]),
+            dict(tool_calls=[('wait_agents', dict(ids='0.0'))]),
+            lambda body: f"The notes say 42; my subagent says {json.loads(last_result(body))['results'][0]['result']}."],
+        a0_0=[held(gate_wait, '42')])
+    with FakeAnthropic([script] * 6) as fake:
+        am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0))
+        i = am.spawn('Find the answer in notes.txt and check it with a subagent', 'explore', inputs=['notes.txt'])
+        # the model holds its second request: the file window's activity stays until the next tool call
+        wait_for(lambda: len(fake.requests) >= 2, what='the second request')
+        assert am.poll(i)['activity'] == 'reading notes.txt'
+        gate_read.set()
+        # the shell command is in flight
+        wait_for(lambda: am.poll(i)['activity'].startswith('running: while [ ! -e'), what='the shell activity')
+        assert am.poll('0.0')['status'] in ('pending', 'running')
+        (root / 'go').touch()
+        # waiting for the grandchild, whose model request is held
+        wait_for(lambda: am.poll(i)['activity'] == 'waiting on children', what='waiting on children')
+        assert am.poll('0.0')['status'] == 'running'
+        gate_wait.set()
+        r = am.wait([i], timeout=30)
+    res = r['results'][0]
+    assert (r['timed_out'], res['status'], res['activity']) == (False, 'done', '')
+    assert res['result'] == 'The notes say 42; my subagent says 42.'
+    assert am.poll('0.0')['result'] == '42' and am.poll('0.0')['task_type'] == 'test'
+    first = fake.requests[0]
+    contract = (root / '.scope/sessions/0/contract.md').read_text()
+    assert first['system'][0]['text'] == contract and '## Task Type: Explore' in contract and '- notes.txt' in contract
+    tools = {t['name'] for t in first['tools']}
+    assert {'file_windows', 'editor', 'grep', 'shell', 'python', 'spawn_agent', 'wait_agents', 'poll_agent', 'abort_agent', 'list_agents'} <= tools
+    assert 'the answer is 42' in json.dumps(first['messages'])  # the input file, opened as a file window
+    # the dialog: a Solveit prompt whose reply is the transcript, in the session folder
+    nb = json.loads((root / '.scope/sessions/0/dialog.ipynb').read_text())
+    assert nb['metadata']['solveit']['ver'] == 2
+    reply = ''.join(nb['cells'][0]['outputs'][0]['data']['text/markdown'])
+    assert ''.join(nb['cells'][0]['source']).startswith('%%prompt\nFind the answer') and '"name": "spawn_agent"' in reply
+    assert reply.rstrip().endswith('my subagent says 42.')
+
+
+def test_dialog_agent_failures_end_done_with_error(root):
+    with FakeAnthropic([FakeAnthropic.error(529)]) as fake:
+        am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0))
+        r = am.wait([am.spawn('anything')], timeout=20)['results'][0]
+    assert r['status'] == 'done' and r['result'].startswith('error: Anthropic API error 529 overloaded_error: Overloaded')
+
+
+def test_dialog_agent_spawned_from_the_command_line(root):
+    "The CLI runs a dialog agent in a detached process of its own (the command itself exits at once)"
+    with FakeAnthropic(['Hello from a detached agent.']) as fake:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY='test')
+        i = hnb('spawn', 'Say hello', root=root, env=env, check=True).stdout.strip()
+        r = hnb('wait', i, '--timeout', '60', root=root, env=env)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)['results'][0]['result'] == 'Hello from a detached agent.'
+    assert SessionStore(root).read(i, 'host') == 'process'
+
+
+def established(port) -> list:
+    return [c for c in psutil.Process().net_connections('tcp') if c.raddr and c.raddr.port == port and c.status == 'ESTABLISHED']
+
+
+def test_abort_stops_the_whole_subtree(root, tmp_path):
+    """Aborting a parent (from another process) kills its tmux children and their processes, and drops its children's held
+    model requests. (The 2 s target is checked by bench/bench_agents_abort.py; here: well before anything would end by itself.)"""
+    pids_dir = tmp_path / 'pids'
+    pids_dir.mkdir()
+    os.environ['FAKE_AGENT_PIDS'] = str(pids_dir)
+    release = threading.Event()
+    def held(body):
+        release.wait(60)
+        return 'too late'
+    script = Script(
+        a0=[dict(tool_calls=[('spawn_agent', dict(task='child one, a dialog')), ('spawn_agent', dict(task='child two, in tmux', agent='sleeper'))]),
+            dict(tool_calls=[('wait_agents', dict(ids='0.0,0.1'))]), 'never reached'],
+        a0_0=[dict(tool_calls=[('spawn_agent', dict(task='grandchild', agent='sleeper'))]), held])
+    try:
+        with FakeAnthropic([script] * 4) as fake:
+            am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=2), tmux=True)
+            i = am.spawn('Coordinate two children')
+            wait_for(lambda: am.poll(i)['activity'] == 'waiting on children' and len(fake.requests) == 4, what='the tree to grow')
+            wait_for(lambda: len(list(pids_dir.iterdir())) == 2, what='the sleepers to start')
+            procs = [int(p) for f in pids_dir.iterdir() for p in f.read_text().split()]
+            assert all(proc_start(p) for p in procs) and {'scope-0_1', 'scope-0_0_0'} <= tmux_sessions()
+            assert established(fake.port), 'the held request should be open'
+            runners = list(am.runners.values())
+            t0 = time.monotonic()
+            r = hnb('abort', '0', root=root, check=True)
+            assert r.stdout.strip() == 'aborted 0, 0.0, 0.0.0, 0.1'
+            wait_for(lambda: not any(proc_start(p) for p in procs), timeout=10, what='the processes to end')
+            try: wait_for(lambda: not established(fake.port), timeout=10, what='the held request to be dropped')
+            except AssertionError:
+                raise AssertionError(f'still open: {established(fake.port)}; runners: {[(r.id, r.stop.is_set(), r.thread.is_alive()) for r in runners]}; '
+                                     f'tracked: {[(r.id, r.llm.backend and len(r.llm.backend.streams)) for r in runners]}') from None
+            wait_for(lambda: not any(r.thread.is_alive() for r in runners), timeout=10, what='the dialog runs to stop')
+            elapsed = time.monotonic() - t0
+            assert not ({'scope-0_1', 'scope-0_0_0'} & tmux_sessions())
+            assert [s['status'] for s in am.list()] == ['aborted'] * 4
+            print(f'\nabort of a 4-agent subtree (2 dialog agents, one with a held model request; 2 tmux agents with child processes), from another process: {elapsed:.2f} s')
+            assert elapsed < 10, f'the subtree took {elapsed:.2f} s to stop'
+            n = len(fake.requests)
+            time.sleep(0.5)
+            assert len(fake.requests) == n, 'an aborted agent sent another request (a retry?)'
+            release.set()
+    finally:
+        os.environ.pop('FAKE_AGENT_PIDS', None)
+
+
+# ---------------------------------------------------------------- worktrees
+def git(*args, cwd):
+    return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_two_implementers_in_worktrees_then_merged(root):
+    git('init', '-q', '-b', 'main', cwd=root)
+    git('config', 'user.email', 'dev@example.com', cwd=root); git('config', 'user.name', 'Dev', cwd=root)
+    (root / 'app.py').write_text('line one\nline two\nline three\n')
+    git('add', 'app.py', 'notes.txt', cwd=root); git('commit', '-qm', 'start', cwd=root)
+    script = Script(a0=[dict(tool_calls=[('editor', dict(operation='open', file_path='app.py'))]),
+                        dict(tool_calls=[('editor', dict(operation='replace', editor_id='e1', old='line one', new='line one, by A'))]),
+                        'Files changed: app.py (line 1).'])
+    with FakeAnthropic([script] * 3) as fake:
+        am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0), tmux=False)
+        a = am.spawn('Improve line one', worktree=True)          # a dialog agent
+        b = am.spawn('Improve line three', agent='edit-b', worktree=True)  # a command agent
+        r = am.wait([a, b], timeout=30)
+    assert [x['status'] for x in r['results']] == ['done', 'done'], r
+    wa, wb = root / '.scope/worktrees/0', root / '.scope/worktrees/1'
+    assert (wa / 'app.py').read_text() == 'line one, by A\nline two\nline three\n'
+    assert (wb / 'app.py').read_text() == 'line one\nline two\nline three, by B\n'
+    assert (root / 'app.py').read_text() == 'line one\nline two\nline three\n'  # the user's checkout is untouched
+    assert git('status', '--porcelain', cwd=root) == ''  # .scope/ never shows
+    p = am.poll(a)
+    assert (p['branch'], p['worktree'], p['diff']) == ('scope/0', '.scope/worktrees/0', '1 file changed, +1 -1')
+    pb = json.loads(hnb('poll', b, root=root, check=True).stdout)
+    assert (pb['branch'], pb['diff']) == ('scope/1', '1 file changed, +1 -1')
+    # a dirty checkout: refused, nothing changed
+    (root / 'notes.txt').write_text('changed\n')
+    r = hnb('merge', a, root=root)
+    assert r.returncode == 1 and 'uncommitted changes' in r.stderr and r.stderr.count('\n') == 1
+    git('checkout', 'notes.txt', cwd=root)
+    head = git('rev-parse', 'HEAD', cwd=root)
+    assert hnb('merge', a, root=root, check=True).stdout.startswith('merged scope/0 into main (1 file changed, +1 -1)')
+    assert hnb('merge', b, root=root, check=True).stdout.startswith('merged scope/1 into main')
+    assert (root / 'app.py').read_text() == 'line one, by A\nline two\nline three, by B\n'
+    assert not wa.exists() and not wb.exists() and git('rev-parse', '--verify', 'scope/0', cwd=root)
+    log = git('log', '--format=%s', f'{head}..HEAD', cwd=root).split('\n')
+    assert {'Improve line one', 'Improve line three'} <= set(log)  # each worktree's work, committed with its task as the message
+    assert am.poll(a)['merged'] and am.poll(a)['worktree'] == ''
+    # a third implementer changing a line that changed meanwhile: the merge would conflict, so it is refused
+    c = AgentManager(root, tmux=False).spawn('Change line three again', agent='edit-c', worktree=True)
+    AgentManager(root).wait([c], timeout=20)
+    (root / 'app.py').write_text('line one, by A\nline two\nline three, by the user\n')
+    git('commit', '-qam', 'user edit', cwd=root)
+    head = git('rev-parse', 'HEAD', cwd=root)
+    r = hnb('merge', c, root=root)
+    assert r.returncode == 1 and 'would conflict in app.py' in r.stderr and 'nothing was changed' in r.stderr
+    assert git('rev-parse', 'HEAD', cwd=root) == head and git('status', '--porcelain', cwd=root) == ''
+    assert (root / '.scope/worktrees/2/app.py').exists()
+    # abort of a finished agent removes its worktree and keeps its branch, with its work committed on it
+    hnb('abort', c, root=root, check=True)
+    assert not (root / '.scope/worktrees/2').exists()
+    assert 'line three, by C' in git('show', 'scope/2:app.py', cwd=root)
+
+
+# ---------------------------------------------------------------- MCP
+def mcp_text(res) -> str: return '\n'.join(b.text for b in res.content if isinstance(b, TextContent))
+
+
+def agents_server(am):
+    from headlesnb.mcp import HeadlesnbMCPServer
+    from headlesnb.mcp import register_agent_tools
+    srv = HeadlesnbMCPServer('agents-test')
+    register_agent_tools(srv, am, None)
+    return srv
+
+
+def test_mcp_tools_in_process(root):
+    am = AgentManager(root, tmux=False)
+    async def main():
+        async with Client(agents_server(am)) as cl:
+            tools = {t.name: t for t in (await cl.list_tools()).tools}
+            assert set(tools) == {'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'}
+            assert tools['abort_agent'].annotations.destructive_hint and tools['poll_agent'].annotations.read_only_hint
+            assert tools['spawn_agent'].input_schema['properties']['task_type']['enum'] == ['explore', 'implement', 'test', 'review', 'refactor']
+            r = await cl.call_tool('spawn_agent', dict(task='Sleep', agent='sleeper'))
+            assert mcp_text(r) == 'spawned agent 0 (sleeper, implement)'
+            p = json.loads(mcp_text(await cl.call_tool('poll_agent', dict(id='0'))))
+            assert (p['status'], p['task']) == ('running', 'Sleep')
+            r = json.loads(mcp_text(await cl.call_tool('wait_agents', dict(ids=['0'], timeout=0.2))))
+            assert r['timed_out'] and r['results'][0]['status'] == 'running'
+            await cl.call_tool('spawn_agent', dict(task='Quick', agent='noop', parent='0'))
+            r = json.loads(mcp_text(await cl.call_tool('wait_agents', dict(ids='0.0', timeout=20))))
+            assert not r['timed_out'] and r['results'][0]['status'] == 'done'
+            table = mcp_text(await cl.call_tool('list_agents', {}))
+            assert table.split('\n')[0] == 'id\tstatus\tagent\ttask_type\tactivity\ttask' and '0.0\tdone\tnoop' in table
+            assert mcp_text(await cl.call_tool('abort_agent', dict(id='0'))) == 'aborted 0; already finished: 0.0'
+            for tool, args, msg in [('poll_agent', dict(id='9'), 'no agent 9'), ('spawn_agent', dict(task='x', agent='nope'), 'unknown agent'),
+                                    ('spawn_agent', dict(task='x', task_type='wrong'), 'invalid arguments'), ('poll_agent', dict(id='..'), 'bad agent id')]:
+                r = await cl.call_tool(tool, args)
+                assert r.is_error and msg in mcp_text(r) and '\n' not in mcp_text(r), (tool, mcp_text(r))
+    anyio.run(main)
+
+
+def test_mcp_tools_over_stdio(root):
+    "The official client over stdio, against the real `headlesnb mcp` (the agent tools beside the notebook and dialog ones)"
+    async def main():
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', str(root)], env=dict(os.environ))
+        with open(os.devnull, 'w') as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                assert mcp_text(await s.call_tool('spawn_agent', dict(task='Quick', agent='noop'))) == 'spawned agent 0 (noop, implement)'
+                seen = []
+                async def progress(p, total, msg): seen.append(msg)
+                res = await s.call_tool('wait_agents', dict(ids=['0'], timeout=20), progress_callback=progress)
+                assert json.loads(mcp_text(res))['results'][0]['status'] == 'done'
+                assert json.loads(hnb('poll', '0', root=root, check=True).stdout)['status'] == 'done'
+    anyio.run(main)
+
+
+# ---------------------------------------------------------------- the terminal UI, with Textual's pilot
+def test_tui_pilot(root):
+    "Keys n (new), enter (a dialog agent's live transcript), h/l, d, x; a change made by another process shows within 1 s"
+    script = Script(a0=['Hello from the dialog agent.'])
+    with FakeAnthropic([script]) as fake:
+        am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0), tmux=False)
+        d = am.spawn('Greet the user')
+        am.wait([d], timeout=20)
+    from headlesnb.agents_ui import agents_app
+    async def main():
+        app = agents_app(am, new_agent='sleeper', check_every=0.5)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.pause()
+            assert app.current() == '0' and '✓ done' in str(app.rows['0'].label)
+            await pilot.press('enter')  # a dialog agent: its transcript
+            await pilot.pause(0.3)
+            body = str(app.screen.query_one('#body').render())
+            assert '▶ Greet the user' in body and 'Hello from the dialog agent.' in body
+            await pilot.press('escape'); await pilot.pause()
+            await pilot.press('n'); await pilot.pause()
+            await pilot.press(*'watch the logs', 'enter')
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if '1' in app.rows: break
+            assert am.poll('1')['task'] == 'watch the logs' and am.poll('1')['agent'] == 'sleeper'
+            am.spawn('a child', agent='sleeper', parent='1')
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if '1.0' in app.rows: break
+            await pilot.press('j'); assert app.current() == '1'
+            await pilot.press('h'); await pilot.pause()
+            assert not app.rows['1'].is_expanded
+            await pilot.press('l'); await pilot.pause()
+            assert app.rows['1'].is_expanded
+            # another process aborts 1: the tree shows it within a second
+            t = time.monotonic()
+            hnb('abort', '1', root=root, check=True)
+            t_cli = time.monotonic()
+            while '✗ aborted' not in str(app.rows['1.0'].label):
+                await pilot.pause(0.02)
+                assert time.monotonic() - t_cli < 1.0, 'the UI did not show the change within 1 s'
+            assert '0 running' in str(app.query_one('#count').render())
+            await pilot.press('d'); await pilot.pause()
+            assert app.rows == {}  # everything is finished
+            await pilot.press('q')
+    anyio.run(main)
+
+
+def test_dead_processes_are_marked_aborted(root):
+    "A command agent's process (no tmux) or a dialog agent's host process killed behind our back: the agent is aborted"
+    import signal
+    am = AgentManager(root, tmux=False)
+    i = am.spawn('Sleep', agent='sleeper')
+    pid = int(am.store.read(i, 'pid').split()[0])
+    wait_for(lambda: len(psutil.Process(pid).children(recursive=True)) >= 2, what='the sleeper and its child')
+    os.killpg(pid, signal.SIGKILL)
+    s = wait_for(lambda: (p := json.loads(hnb('poll', i, root=root, check=True).stdout))['status'] != 'running' and p, what='aborted')
+    assert (s['status'], s['result']) == ('aborted', f'aborted: its process ({pid}) is gone')
+    release = threading.Event()
+    with FakeAnthropic([lambda body: release.wait(30) and 'late']) as fake:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY='test')
+        d = hnb('spawn', 'Think for a long time', root=root, env=env, check=True).stdout.strip()
+        wait_for(lambda: len(fake.requests) == 1, timeout=30, what='the detached agent to ask the model')
+        host = int(am.store.read(d, 'pid').split()[0])
+        assert am.store.read(d, 'host') == 'process' and am.poll(d)['status'] == 'running'
+        os.kill(host, signal.SIGKILL)
+        s = wait_for(lambda: (p := am.poll(d))['status'] != 'running' and p, what='aborted')
+        assert (s['status'], s['result']) == ('aborted', f'aborted: its process ({host}) is gone')
+        release.set()

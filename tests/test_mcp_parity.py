@@ -1,0 +1,413 @@
+"""headlesnb's MCP server against jupyter-mcp-server 1.5.2, with the official `mcp` client over real transports.
+
+The fixture tests/fixtures/jms-1.5.2-*.json was recorded from the real jupyter-mcp-server (see its README).
+- Schemas: every JMS tool is here with the same parameter names, compatible types, the same required set and
+  the same output schema; the `jupyter_cite` prompt has its arguments.
+- Structured output: the client validates our structuredContent against our output schemas.
+- Tables: replaying JMS's recorded session gives the same rows (Index, Type, Count, First Line).
+- Unknown arguments: refused on every tool, naming the argument, with nothing done.
+- The content-hash guard: two clients of one server race to edit the same cell; one wins, the other is refused
+  with the current source and its hash, and gets through once it uses that hash.
+- Old Solveit dialogs: byte-identical after open, read and close (Python API, MCP, `headlesnb serve` over HTTP);
+  converted to the current form (which aidialog reads) on the first edit.
+Every server process is stopped by PID at the end of its test (conftest reaps the rest).
+"""
+import hashlib, json, os, signal, subprocess, sys, time
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from aidialog.ipynb import read_ipynb
+from conftest import free_port
+from mcp.types import CallToolResult, TextContent
+from test_mcp import err, http_server, http_session, ok, run, stdio_session, text  # noqa: F401 (http_server is a fixture)
+
+from headlesnb import DialogManager
+from headlesnb.utils import content_hash
+
+pytestmark = pytest.mark.timeout(240)
+FIX = Path(__file__).parent / 'fixtures'
+JMS = json.loads((FIX / 'jms-1.5.2-tools.json').read_text())
+JMS_ANSWERS = json.loads((FIX / 'jms-1.5.2-answers.json').read_text())
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------- schemas
+def types_of(schema: dict) -> set:
+    "The JSON types a property schema accepts"
+    if 'anyOf' in schema: return set().union(*(types_of(s) for s in schema['anyOf']))
+    t = schema.get('type')
+    return set(t) if isinstance(t, list) else {t} if t else set()
+
+
+def accepts(ours: set, theirs: set) -> bool:
+    "Does a parameter typed `ours` take every value one typed `theirs` takes? (a number takes an integer)"
+    return all(t in ours or (t == 'integer' and 'number' in ours) for t in theirs)
+
+
+def enum_of(schema: dict):
+    if 'enum' in schema: return set(schema['enum'])
+    vals = [s['enum'] for s in schema.get('anyOf', []) if 'enum' in s]
+    return set().union(*map(set, vals)) if vals else None
+
+
+def test_tool_schemas_and_prompt_match_jupyter_mcp_server(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            ours = {t.name: t for t in (await s.list_tools()).tools}
+            prompts = {p.name: p for p in (await s.list_prompts()).prompts}
+        assert len(JMS['tools']) == 18
+        for jt in JMS['tools']:
+            name = jt['name']
+            assert name in ours, f'{name} is missing'
+            o = ours[name]
+            theirs_props, our_props = jt['inputSchema'].get('properties', {}), o.input_schema.get('properties', {})
+            assert set(theirs_props) <= set(our_props), f'{name}: missing parameters {set(theirs_props) - set(our_props)}'
+            assert set(jt['inputSchema'].get('required', [])) == set(o.input_schema.get('required', [])), name
+            for p, ts in theirs_props.items():
+                assert accepts(types_of(our_props[p]), types_of(ts)), f'{name}.{p}: {our_props[p]} does not take {ts}'
+                if (te := enum_of(ts)) is not None:
+                    oe = enum_of(our_props[p])
+                    assert oe is not None and te <= oe, f'{name}.{p}: enum {oe} lacks some of {te}'
+            if 'outputSchema' in jt:
+                os_ = o.output_schema
+                assert os_ is not None, f'{name} declares no output schema'
+                assert (os_['type'], os_['required'], os_['properties']['result']['type']) == ('object', ['result'], 'string'), name
+                assert set(os_['properties']) == set(jt['outputSchema']['properties']), name
+            else: assert o.output_schema is None, name
+            if jt['annotations'].get('readOnlyHint'): assert o.annotations.read_only_hint is True, name
+            else: assert not o.annotations.read_only_hint, name
+        assert sum(t.output_schema is not None for t in ours.values()) == 14  # only where JMS declares one
+        assert list(prompts) == ['jupyter_cite']
+        theirs = {a['name']: a.get('required', False) for a in JMS['prompts'][0]['arguments']}
+        assert {a.name: bool(a.required) for a in prompts['jupyter_cite'].arguments} == theirs
+        # the defaults JMS has: execute_code waits 30 s, execute_cell the server's default (120 s)
+        assert ours['execute_code'].input_schema['properties']['timeout']['default'] == 30
+        assert ours['execute_cell'].input_schema['properties']['timeout']['default'] == 0
+    run(main)
+
+
+# ---------------------------------------------------------------- structured output
+STRUCTURED = ['list_files', 'list_kernels', 'use_notebook', 'list_notebooks', 'restart_notebook', 'unuse_notebook', 'read_notebook',
+              'insert_cell', 'overwrite_cell_source', 'edit_cell_source', 'delete_cell', 'clear_cell_output', 'move_cell']
+
+
+def test_structured_output_is_validated_by_the_official_client(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await s.list_tools()  # the client caches the output schemas it validates against
+            calls = [('use_notebook', dict(notebook_name='nb', notebook_path='nb.ipynb', mode='create')),
+                     ('insert_cell', dict(cell_index=-1, cell_type='code', cell_source='x = 1')),
+                     ('insert_cell', dict(cell_index=0, cell_type='markdown', cell_source='# T')),
+                     ('overwrite_cell_source', dict(cell_index=1, cell_source='x = 2')),
+                     ('edit_cell_source', dict(cell_index=1, old_string='2', new_string='3')),
+                     ('move_cell', dict(source_index=1, target_index=0)),
+                     ('read_notebook', dict(notebook_name='nb')), ('read_notebook', dict(notebook_name='nb', response_format='detailed')),
+                     ('list_files', {}), ('list_notebooks', {}), ('list_kernels', {}),
+                     ('clear_cell_output', dict(cell_index=0)), ('restart_notebook', dict(notebook_name='nb')),
+                     ('delete_cell', dict(cell_indices=[1])), ('unuse_notebook', dict(notebook_name='nb'))]
+            assert sorted({c for c, _ in calls}) == sorted(STRUCTURED)
+            for tool, args in calls:
+                res = await s.call_tool(tool, args)  # raises RuntimeError if structuredContent is missing or off-schema
+                assert not res.is_error, f'{tool}: {text(res)}'
+                assert res.structured_content == {'result': text(res)}, tool
+            # the client really checks against our schema: content that does not fit it is rejected
+            with pytest.raises(RuntimeError, match='Invalid structured content'):
+                await s.validate_tool_result('insert_cell', CallToolResult(content=[], structured_content={'result': 3}))
+            with pytest.raises(RuntimeError, match='did not return structured content'):
+                await s.validate_tool_result('insert_cell', CallToolResult(content=[TextContent(type='text', text='x')]))
+            # a failed call carries no structured content (and the client does not ask for it)
+            res = await s.call_tool('read_notebook', dict(notebook_name='nope'))
+            assert res.is_error and res.structured_content is None
+            # tools JMS gives no output schema answer text only
+            res = await s.call_tool('ping', {})
+            assert res.structured_content is None and text(res) == 'pong'
+    run(main)
+
+
+# ---------------------------------------------------------------- tables
+def table_rows(answer: str, columns: int = 4) -> list:
+    "The rows of the cell table in an answer, cut to the first `columns` columns"
+    lines = answer.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith('Index\tType\tCount\tFirst Line'))
+    return [l.split('\t')[:columns] for l in lines[start + 1:] if l.strip()]
+
+
+def jms_answer(i: int) -> str:
+    c = JMS_ANSWERS['calls'][i]
+    return '\n'.join(b['text'] for b in c['result']['content'])
+
+
+def test_use_insert_move_show_cells_as_jupyter_mcp_server(tmp_path):
+    "Replay the recorded JMS session: our tables hold the same rows (then Id and Hash)"
+    first = {'cells': [{'cell_type': 'markdown', 'id': 'f1e2d3c4', 'metadata': {}, 'source': 'New Notebook Created by Jupyter MCP Server'}],
+             'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
+    (tmp_path / 'demo3.ipynb').write_text(json.dumps(first))  # JMS starts a new notebook with that cell
+    calls = JMS_ANSWERS['calls']
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            r = await ok(s, 'use_notebook', notebook_name='demo', notebook_path='demo3.ipynb')
+            assert 'Notebook has 1 cells.\nShowing first 1 cells:\n\nIndex\tType\tCount\tFirst Line\tId\tHash\n' in r
+            assert table_rows(r) == table_rows(jms_answer(1))
+            compared = 1
+            for i, c in enumerate(calls):
+                if c['tool'] not in ('insert_cell', 'move_cell', 'execute_cell'): continue
+                if c['arguments'].get('cell_source') == 'z11 = 11':  # JMS's session added z1..z10 without recording them
+                    for k in range(1, 11): await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source=f'z{k} = {k}')
+                r = await ok(s, c['tool'], **c['arguments'])
+                if c['tool'] == 'execute_cell': continue
+                assert table_rows(r) == table_rows(jms_answer(i)), f"call {i} {c['tool']}{c['arguments']}:\n{r}\n--- JMS:\n{jms_answer(i)}"
+                assert 'showing surrounding cells:' in r
+                compared += 1
+            assert compared == 9  # use_notebook, six inserts, two moves
+            # after the four columns: each row's id and hash, which later calls can use
+            cells = {l.split('\t')[4]: l.split('\t')[5] for l in r.splitlines()[2:]}
+            for cid, h in cells.items():
+                assert f'hash {h}' in await ok(s, 'read_cell', cell_index=cid, notebook_name='demo')
+    run(main)
+
+
+# ---------------------------------------------------------------- unknown arguments
+def test_unknown_arguments_are_refused_on_every_tool(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create')
+            await ok(s, 'use_dialog', dialog_name='d', mode='create')
+            tools = (await s.list_tools()).tools
+            assert len(tools) > 50
+            for t in tools:
+                msg = await err(s, t.name, zz_unknown=1)
+                assert f"{t.name} does not take the argument 'zz_unknown'" in msg, msg
+            # beside valid arguments too, and nothing is done (JMS would have inserted the cell, ignoring the typo)
+            msg = await err(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x = 1', notebok_name='nb')
+            assert "'notebok_name'" in msg and 'notebook_name' in msg  # names the wrong one, lists the right ones
+            assert (await ok(s, 'read_notebook', notebook_name='nb')).startswith("notebook 'nb' (nb.ipynb): 0 cells")
+            assert 'hash' in await err(s, 'overwrite_cell_source', cell_index=0, cell_source='y', expected_hsh='x')
+    run(main)
+
+
+# ---------------------------------------------------------------- kernel_id, connect_to_jupyter, jupyter_cite
+def test_remote_kernel_arguments_refused_clearly_and_cite_prompt(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            msg = await err(s, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create', kernel_id='1a2b')
+            assert 'remote kernels' in msg and '--jupyter-url' in msg
+            assert not (tmp_path / 'nb.ipynb').exists()  # refused before anything was made
+            assert '--jupyter-url' in await err(s, 'connect_to_jupyter', jupyter_url='http://127.0.0.1:1', jupyter_token='t')
+            await ok(s, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create')
+            assert 'remote kernels' in await err(s, 'execute_code', code='1', kernel_id='1a2b')
+            for src in ['x = 6 * 7\nx', '# Title\n', 'print("hi")']:
+                await ok(s, 'insert_cell', cell_index=-1, cell_type='markdown' if src.startswith('#') else 'code', cell_source=src)
+            await ok(s, 'execute_cell', cell_index=0)
+            p = await s.get_prompt('jupyter_cite', dict(prompt='Explain these cells', cell_indices='0-1'))
+            assert [m.role for m in p.messages] == ['user']
+            assert p.messages[0].content.text == ('USER Cite cells [0, 1] from notebook nb, here are the cells:\n'
+                                                  '=====Cell 0 | type: code | execution count: 1=====\nx = 6 * 7\nx\n'
+                                                  '=====Cell 1 | type: markdown | execution count: N/A=====\n# Title\n'
+                                                  '=====End of Cited Cells=====\nUSER\'s Instruction are follow: Explain these cells')
+            # the same shape as JMS's recorded answer
+            jms = JMS_ANSWERS['prompts'][0]['result']['messages'][0]['content']['text'].splitlines()
+            ours = p.messages[0].content.text.splitlines()
+            assert [ours[0].split(' from ')[0], ours[-2], ours[-1]] == [jms[0].split(' from ')[0].replace('[0, 1, 3]', '[0, 1]'), jms[-2], jms[-1]]
+            cell2 = (await ok(s, 'read_cell', cell_index=2)).split('id ')[1].split(' ')[0]
+            p = await s.get_prompt('jupyter_cite', dict(prompt='and this', cell_indices=cell2, notebook_name='nb'))  # by id
+            assert p.messages[0].content.text.startswith('USER Cite cells [2] from notebook nb')
+    run(main)
+
+
+# ---------------------------------------------------------------- the hash guard, two clients racing
+def test_hash_guard_two_clients_race(http_server):
+    url = http_server()
+    async def main():
+        async with http_session(url) as a, http_session(url) as b:
+            await ok(a, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create')
+            await ok(b, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb')  # the same notebook, the second client
+            await ok(a, 'insert_cell', cell_index=-1, cell_type='code', cell_source='total = 0')
+            for round_ in range(5):
+                seen = {}
+                for who, s in (('a', a), ('b', b)):
+                    r = await ok(s, 'read_cell', cell_index=0, notebook_name='nb')
+                    seen[who] = r.split('hash ')[1].split(' ')[0].split('\n')[0]
+                assert seen['a'] == seen['b']
+                results = {}
+                async def edit(who, s):
+                    results[who] = await s.call_tool('overwrite_cell_source', dict(cell_index=0, notebook_name='nb', cell_source=f'total = "{who}{round_}"',
+                                                                                   expected_hash=seen[who]))
+                async with anyio.create_task_group() as tg:  # both at once, each with the hash it read
+                    tg.start_soon(edit, 'a', a); tg.start_soon(edit, 'b', b)
+                won = [w for w, r in results.items() if not r.is_error]
+                assert len(won) == 1, {w: text(r) for w, r in results.items()}
+                winner, loser = won[0], 'b' if won[0] == 'a' else 'a'
+                msg = text(results[loser])
+                now = f'total = "{winner}{round_}"'
+                assert 'was changed since it was read' in msg and now in msg and content_hash(now) in msg and 'nothing was changed' in msg
+                assert (await ok(b, 'read_cell', cell_index=0, notebook_name='nb')).splitlines()[1] == now  # the winner's edit stands
+                # the loser redoes its edit with the hash the refusal showed
+                r = await ok(a if loser == 'a' else b, 'edit_cell_source', cell_index=0, notebook_name='nb', old_string=f'"{winner}{round_}"',
+                             new_string=f'"{winner}{round_}+{loser}"', expected_hash=content_hash(now))
+                assert f'hash now {content_hash(now.replace(winner + str(round_), f"{winner}{round_}+{loser}"))}' in r
+            # deletes are guarded too: one hash per cell
+            stale = seen['a']
+            msg = text(await a.call_tool('delete_cell', dict(cell_indices=[0], notebook_name='nb', expected_hash=[stale])))
+            assert 'was changed since it was read' in msg
+            assert (await ok(a, 'read_notebook', notebook_name='nb')).splitlines()[0].endswith('1 cell; cells 0-0')
+            await ok(a, 'save', notebook_name='nb')
+    run(main)
+
+
+def test_hash_guard_on_dialog_messages(tmp_path):
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_dialog', dialog_name='d', mode='create')
+            r = await ok(s, 'add_msg', content='x = 1', msg_type='code')
+            mid, h = r.split()[3], r.split('(hash ')[1].split(')')[0]
+            assert h == content_hash('x = 1') and f'hash {h}' in await ok(s, 'read_msg', msg_id=mid)
+            assert f'hash now {content_hash("x = 2")}' in await ok(s, 'update_msg', msg_id=mid, content='x = 2', expected_hash=h)
+            res = await s.call_tool('update_msg', dict(msg_id=mid, content='x = 3', expected_hash=h))
+            assert res.is_error and 'x = 2' in text(res) and content_hash('x = 2') in text(res)
+            res = await s.call_tool('del_msgs', dict(ids=[mid], expected_hash=h))
+            assert res.is_error and 'x = 2' in text(res)
+            assert 'deleted 1 message' in await ok(s, 'del_msgs', ids=[mid], expected_hash=content_hash('x = 2'))
+    run(main)
+
+
+# ---------------------------------------------------------------- old Solveit dialogs
+SEP = '\n\n##### 🤖Reply🤖<!-- SOLVEIT_SEPARATOR_7f3a9b2c -->\n\n'
+
+
+def old_dialog(path: Path, ids: bool = True) -> bytes:
+    "An old-format Solveit dialog (prompt and reply in one markdown cell) as Solveit wrote it; its bytes"
+    cells = [{'cell_type': 'markdown', 'metadata': {}, 'source': ['# Notes\n', 'from an old dialog']},
+             {'cell_type': 'code', 'execution_count': 1, 'metadata': {}, 'outputs': [{'name': 'stdout', 'output_type': 'stream', 'text': ['42\n']}],
+              'source': ['print(6 * 7)']},
+             {'cell_type': 'markdown', 'metadata': {'solveit_ai': True}, 'source': ['What is 6 * 7?', SEP, 'It is **42**.']}]
+    if ids:
+        for c, i in zip(cells, ['aa000001', 'aa000002', 'aa000003']): c['id'] = i
+    nb = {'cells': cells, 'metadata': {'kernelspec': {'display_name': 'Python 3', 'language': 'python', 'name': 'python3'},
+                                        'solveit_dialog_mode': 'learning', 'solveit_ver': 1},
+          'nbformat': 4, 'nbformat_minor': 5 if ids else 4}
+    data = json.dumps(nb, indent=1, ensure_ascii=False).encode() + b'\n'
+    path.write_bytes(data)
+    return data
+
+
+def check_converted(path: Path, note_id: str, note: str):
+    "The file is in the current form: the prompt a `%%prompt` code cell with its reply as an `is_ai_res` output; aidialog reads it"
+    cells = json.loads(path.read_text())['cells']
+    p = cells[2]
+    assert p['cell_type'] == 'code' and ''.join(p['source']) == '%%prompt\nWhat is 6 * 7?' and p['metadata']['solveit_ai'] is True
+    assert [o['metadata'] for o in p['outputs']] == [{'is_ai_res': True}] and ''.join(p['outputs'][0]['data']['text/markdown']) == 'It is **42**.'
+    d = read_ipynb(path)
+    assert [(m.msg_type, m.content) for m in d.messages] == [('note', note), ('code', 'print(6 * 7)'), ('prompt', 'What is 6 * 7?')]
+    assert d.messages[0].id == note_id and d.messages[2].ai_res == 'It is **42**.'
+
+
+@pytest.mark.parametrize('ids', [True, False], ids=['with-ids', 'nbformat-4.4-no-ids'])
+def test_old_dialog_python_api(tmp_path, ids):
+    f = tmp_path / 'old.ipynb'
+    before = old_dialog(f, ids)
+    dm = DialogManager(tmp_path, save_delay=0.05)
+    dm.use_dialog('old')
+    ms = dm.messages('old')
+    assert [(m['msg_type'], m['content'], m['ai_output']) for m in ms][2] == ('prompt', 'What is 6 * 7?', 'It is **42**.')
+    dm.find_messages('42', dialog_name='old'); dm.read_message(n=0, relative=False, dialog_name='old'); dm.msg_idx(ms[2]['id'], dialog_name='old')
+    time.sleep(0.3)  # past the autosave delay: nothing is due
+    dm.unuse_dialog('old')
+    assert f.read_bytes() == before
+    f.touch()  # changed on disk (mtime): reloaded on the next operation, still not written
+    dm.use_dialog('old'); dm.messages('old'); dm.reload('old'); dm.messages('old'); dm.close_all()
+    assert f.read_bytes() == before
+    dm.use_dialog('old')
+    note_id = dm.messages('old')[0]['id']
+    dm.update_message(note_id, content='# Notes\nedited', dialog_name='old')
+    dm.close_all()
+    check_converted(f, note_id, '# Notes\nedited')
+
+
+def test_old_dialog_over_mcp(tmp_path):
+    f = tmp_path / 'old.ipynb'
+    before = old_dialog(f)
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            assert '3 messages' in await ok(s, 'use_dialog', dialog_name='old')
+            assert 'It is **42**.' in await ok(s, 'find_msgs', dialog_name='old')
+            assert 'What is 6 * 7?' in await ok(s, 'read_msg', msg_id='aa000003', dialog_name='old')
+            await ok(s, 'dialog_files')
+            await ok(s, 'unuse_dialog', dialog_name='old')
+            assert f.read_bytes() == before
+            await ok(s, 'use_dialog', dialog_name='old')
+            await ok(s, 'read_msg', n=0, relative=False, dialog_name='old')
+        assert f.read_bytes() == before  # the server stopped with the dialog still open: still untouched
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_dialog', dialog_name='old')
+            await ok(s, 'update_msg', msg_id='aa000001', content='# Notes\nedited over MCP', dialog_name='old')
+            await ok(s, 'unuse_dialog', dialog_name='old')
+        check_converted(f, 'aa000001', '# Notes\nedited over MCP')
+    run(main)
+
+
+@contextmanager
+def serve(root: Path):
+    "`headlesnb serve --root root` on a free port; stopped by PID (SIGINT, then kill) at the end"
+    port = free_port()
+    log = root.parent / f'{root.name}-serve.log'
+    with open(log, 'w') as out:
+        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(root), '--port', str(port)],
+                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    http = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=30)
+    try:
+        end = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            try:
+                if http.get('/health', timeout=1).status_code == 200: break
+            except httpx.TransportError: pass
+            assert time.monotonic() < end, f'headlesnb serve did not start within 60 s:\n{log.read_text()[-3000:]}'
+            time.sleep(0.1)
+        yield http
+    finally:
+        http.close()
+        proc.send_signal(signal.SIGINT)
+        try: proc.wait(15)
+        except subprocess.TimeoutExpired: proc.kill(); proc.wait(5)
+
+
+def same_bytes(f: Path, before: bytes, when: str):
+    now = f.read_bytes()
+    assert now == before, f'{f.name} was rewritten {when}: {len(before)} -> {len(now)} bytes'
+
+
+def test_old_dialog_over_headlesnb_serve(tmp_path):
+    root = tmp_path / 'root'; root.mkdir()
+    f = root / 'old.ipynb'
+    before = old_dialog(f)
+    def post(http, ep, **data):
+        r = http.post(f'/{ep}', data=data)
+        assert r.status_code == 200 and 'error' not in r.text[:20], f'{ep}: {r.status_code} {r.text[:500]}'
+        return r
+    with serve(root) as http:
+        d = post(http, 'curr_dialog_', dlg_name='old', with_messages='true').json()
+        assert [m['msg_type'] for m in d['messages']] == ['note', 'code', 'prompt']
+        assert post(http, 'read_msg_', dlg_name='old', id_='aa000003', n=0).json()['output'] == 'It is **42**.'
+        assert 'aa000002' in post(http, 'find_msgs_', dlg_name='old', re_pattern='6').text
+        post(http, 'msg_idx_', dlg_name='old', id_='aa000002')
+        assert http.get('/dialog_', params={'name': 'old'}).status_code == 200  # the page a browser shows
+        post(http, 'list_dialogs_')
+        time.sleep(0.5)
+        same_bytes(f, before, 'while open and read')
+        assert post(http, 'stop_kernel_', name='old').json() == {'success': 'dialog stopped'}  # saved and closed
+        same_bytes(f, before, 'on stop_kernel_')
+        post(http, 'read_msg_', dlg_name='old', n=0, relative='false')  # opened again
+    same_bytes(f, before, 'when the server stopped with the dialog open')
+    with serve(root) as http:
+        h = post(http, 'read_msg_', dlg_name='old', id_='aa000001', n=0).json()['hash']
+        assert h == content_hash('# Notes\nfrom an old dialog')
+        post(http, 'update_msg_', dlg_name='old', id_='aa000001', content='# Notes\nedited over HTTP', expected_hash=h)
+        # the hash guard over HTTP: the same (now stale) hash is refused, with the message as it is now; nothing changes
+        r = http.post('/update_msg_', data=dict(dlg_name='old', id_='aa000001', content='# Notes\nlost edit', expected_hash=h)).json()
+        assert 'was changed since it was read' in r['error'] and 'edited over HTTP' in r['error']
+        assert 'was changed since it was read' in http.post('/rm_msg_', data=dict(dlg_name='old', msid='aa000001', expected_hash=h)).json()['error']
+        post(http, 'stop_kernel_', name='old')
+    check_converted(f, 'aa000001', '# Notes\nedited over HTTP')
