@@ -77,7 +77,8 @@ def dump_cells(nb:dict, texts:list) -> str:
     "The file text of `nb` with its cells given as `cell_text`s: what `dump_nb(nb)` gives"
     if not texts: return dump_nb(nb)
     head = json.dumps({**nb, 'cells': [_CELLS]}, indent=1, sort_keys=True, ensure_ascii=False)
-    return head.replace(f'[\n  "{_CELLS}"\n ]', '[\n' + ',\n'.join(texts) + '\n ]', 1) + '\n'
+    pre, post = head.split(f'[\n  "{_CELLS}"\n ]', 1)
+    return ''.join((pre, '[\n', ',\n'.join(texts), '\n ]', post, '\n'))
 
 
 # %% ../nbs/03_document.ipynb #f2380e17
@@ -328,12 +329,12 @@ def reorder(self:NbDoc, ids:list):
 @patch
 def dump(self:NbDoc) -> str:
     "The file's text (what `dump_nb` gives), re-encoding only the cells that changed since the last dump (hold `lock`)"
-    cache, texts = {}, []
+    j, texts = self._json, []
     for c in self.cells:
-        e = self._json.get(id(c))
-        if e is None or e[0] is not c: e = (c, cell_text(c))
-        cache[id(c)] = e; texts.append(e[1])
-    self._json = cache  # cells no longer in the document drop out
+        e = j.get(id(c))  # (an entry holds its cell: no other cell can have that id while it exists)
+        if e is None or e[0] is not c: e = j[id(c)] = (c, cell_text(c))
+        texts.append(e[1])
+    if len(j) > 2 * len(texts) + 64: self._json = {id(c): j[id(c)] for c in self.cells}  # forget cells no longer here
     return dump_cells(self.nb, texts)
 
 # %% ../nbs/03_document.ipynb #8e64da57
@@ -415,7 +416,6 @@ def _write_now(self:NbDoc, force:bool=False):
     with self.lock:
         with self._cv:
             if self._durable >= self.version: return
-        if self.root is not None: check_in_root(self.root, self.path)
         if not force and self.changed_on_disk():
             raise ConflictError(f"{self.path} was changed on disk by someone else; not overwriting it "
                                 "(reload to discard our edits, or save with force=True)")
