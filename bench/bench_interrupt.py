@@ -45,6 +45,18 @@ def timeout_overshoot(k, timeout=0.2):
     return time.perf_counter() - t - timeout
 
 
+def main_thread_figures(tries):
+    "main_thread=True (what `headlesnb run` uses): cells on this thread, stopped by SIGINT, which also ends time.sleep"
+    with InProcessKernel(main_thread=True) as k:
+        kbase = ms(round_trips(k.run))
+        k.run('1/0')  # the first IPython traceback of a process imports its formatting: not what is measured
+        def stop(code, timeout=0.2):
+            t = time.perf_counter(); r = k.run(code, timeout=timeout); return time.perf_counter() - t - timeout, r.status
+        busy = [stop('while True: pass') for _ in range(tries)]
+        sleep = [stop('import time\ntime.sleep(100)') for _ in range(tries)]
+    return kbase, busy, sleep
+
+
 def main():
     shell = CaptureShell(mpl_format=None)
     base = ms(round_trips(shell.run))
@@ -60,6 +72,11 @@ def main():
     print(f'  vs target {TARGET_MS} ms: {med / TARGET_MS:.3f}x of target ({TARGET_MS / med:.0f}x faster); '
           f'{med / base:.1f}x a bare CaptureShell round trip')
     print(f'timeout=0.2 overshoot past the deadline:      median {ms(over):.2f} ms over {len(over)} tries')
+    kbase, busy, sleep = main_thread_figures(max(5, TRIES // 4))
+    print(f'main_thread=True: run("1+1") round trip:      median {kbase:.3f} ms ({kbase / base:.2f}x CaptureShell)')
+    for name, xs in (('busy loop', busy), ('time.sleep(100)', sleep)):
+        print(f'main_thread=True: timeout=0.2 overshoot, {name}: median {ms([x for x, _ in xs]):.2f} ms '
+              f'(statuses: {", ".join(sorted({s for _, s in xs}))})')
 
 
 if __name__ == '__main__': main()

@@ -7,3 +7,4 @@ from .dialog import DialogManager
 from .workspace import WorkspaceManager
 from . import ws_files, ws_editors, ws_tools, ws_todos, ws_augments  # each adds its idea to every Workspace
 from .engine import Engine
+from .run import execute_notebook, NotebookExecutionError, PapermillExecutionError

@@ -154,9 +154,10 @@ class DialogManager(BaseManager):
                     mode=meta.get('mode') or it.doc.metadata.get('solveit_dialog_mode', 'learning'),
                     current=it.state.get('current'), kernel='not started' if it.kernel is None else 'busy' if it.kernel.busy else 'idle')
 
-    def use_dialog(self, dialog_name:str, dialog_path:str|None=None, mode:str='connect') -> dict:
-        "Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active"
-        return self._info(self._open(dialog_name, dialog_path, mode))
+    def use_dialog(self, dialog_name:str, dialog_path:str|None=None, mode:str='connect', kernel:str|None=None, kernel_id:str|None=None) -> dict:
+        """Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active; `kernel`
+        and `kernel_id` choose its kernel as for notebooks (default: the manager's, else in-process)"""
+        return self._info(self._open_with_kernel(dialog_name, dialog_path, mode, kernel, kernel_id))
 
     def _prepare(self, it):
         it.state['current'] = None
@@ -507,6 +508,16 @@ def wait_idle(self:DialogManager, dialog_name:str|None=None, timeout:float=30) -
 def interrupt(self:DialogManager, dialog_name:str|None=None, clear_queue:bool=True) -> dict:
     "Stop the running message (and drop the queue)"
     return self._interrupt(dialog_name, clear_queue)
+
+@patch
+def list_variables(self:DialogManager, dialog_name:str|None=None) -> list:
+    "The variables of the dialog's kernel (name, type, short repr, size), without running code"
+    return self._variables(dialog_name)
+
+@patch
+def inspect_variable(self:DialogManager, name:str, dialog_name:str|None=None) -> dict:
+    "One variable (or dotted attribute) of the dialog's kernel, described at length"
+    return self._variable(dialog_name, name)
 
 @patch
 def restart_kernel(self:DialogManager, dialog_name:str|None=None) -> dict:

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['NOTEBOOK_TOOLS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED', 'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'failed',
-           'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'remote_kernels', 'wants_progress', 'run_header',
-           'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
-           'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'register_agent_tools',
-           'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
+           'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables', 'format_variable', 'wants_progress',
+           'run_header', 'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools',
+           'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts',
+           'register_agent_tools', 'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
 # %% ../nbs/24_mcp.ipynb #8e6cadf4
 import argparse, base64, hmac, html, inspect, io, json, os, re, sys, threading, time, traceback
@@ -23,6 +23,7 @@ from mcp.types import CallToolResult, TextContent, ImageContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
 from .errors import *
 from .notebook import NotebookManager, cell_info
+from .base import make_kernel, run_info
 from .engine import Engine
 from .security import Guard, MAX_BODY, is_loopback
 from .agents import AgentManager, poll_json
@@ -118,32 +119,16 @@ def _around(it, start:int, limit:int) -> list:
     "Cells `start`..`start+limit` of an item (sources, no outputs), for a table"
     return [cell_info(it.doc, i, include_outputs=False) for i in range(start, min(len(it.doc.cells), start + limit))]
 
-def remote_kernels():
-    "`headlesnb.subkernel.make_kernel` (kernels of a Jupyter server), or a BadArgumentError saying this headlesnb has no remote kernels"
-    try: from headlesnb.subkernel import make_kernel
-    except ImportError:
-        raise BadArgumentError("remote kernels (kernels of a Jupyter server) need --jupyter-url, which this headlesnb does not support yet: "
-                               "notebooks run in kernels the server starts itself; omit kernel_id") from None
-    return make_kernel
-
-@patch
-def _remote_factory(self:NotebookTools, kernel_id:str|None=None):
-    "A `kernel_factory(cwd)` making kernels on the Jupyter server of `connect_to_jupyter` (`kernel_id`: attach to that running kernel)"
-    make_kernel = remote_kernels()
-    url, token = self.opts.jupyter_url, self.opts.jupyter_token
-    if url is None: raise BadArgumentError("kernel_id names a kernel of a Jupyter server, and none is set: call connect_to_jupyter(jupyter_url, jupyter_token) first")
-    return lambda cwd: make_kernel('python3', cwd=cwd, jupyter_url=url, jupyter_token=token, kernel_id=kernel_id, output_limit=self.nm.output_limit)
-
 @patch
 async def use_notebook(self:NotebookTools,
         notebook_name:Annotated[str, Field(description="Name to refer to the notebook by in later calls")],
         notebook_path:Annotated[str|None, Field(description="Path of the .ipynb under the server root (if omitted: <notebook_name>.ipynb)")]=None,
         mode:Annotated[Literal['connect', 'create'], Field(description="'connect' opens an existing file; 'create' makes a new empty notebook")]='connect',
-        kernel_id:Annotated[str|None, Field(description="Run the notebook in this running kernel of the Jupyter server set by connect_to_jupyter (default: a new kernel)")]=None) -> CallToolResult:
+        kernel_id:Annotated[str|None, Field(description="Run the notebook in this running kernel of the Jupyter server (set by --jupyter-url or connect_to_jupyter)")]=None,
+        kernel:Annotated[str|None, Field(description="Kernel to run it on: 'inprocess' or an installed kernelspec such as 'python3' (its own process); default: the server's choice, else by the notebook's language")]=None) -> CallToolResult:
     "Open (connect) or create a notebook under a name and make it the active notebook; shows its first cells. Call this before working on a notebook."
     def call():
-        factory = self._remote_factory(kernel_id) if kernel_id is not None else None
-        d = self.nm.use_notebook(notebook_name, notebook_path, mode, kernel_factory=factory)
+        d = self.nm.use_notebook(notebook_name, notebook_path, mode, kernel=kernel, kernel_id=kernel_id)
         with self.nm.edit(d['name'], strict=False) as it: d['around'] = _around(it, 0, 20)
         return d
     def fmt(d):
@@ -163,9 +148,10 @@ async def connect_to_jupyter(self:NotebookTools,
         check_str(jupyter_url, 'jupyter_url')
         if not re.match(r'^https?://[^/\s]+', jupyter_url): raise BadArgumentError(f"jupyter_url must be an http(s) URL such as 'http://localhost:8888', not {jupyter_url!r}")
         if document_provider != 'jupyter': raise BadArgumentError(f"document_provider must be 'jupyter', not {document_provider!r}: notebooks stay files under the root")
-        remote_kernels()
-        self.opts.jupyter_url, self.opts.jupyter_token = jupyter_url.rstrip('/'), jupyter_token
-        self.nm.kernel_factory = self._remote_factory()
+        from headlesnb.subkernel import list_kernelspecs
+        try: specs = list_kernelspecs(jupyter_url.rstrip('/'), jupyter_token)  # reached, and the token is right
+        except HeadlesnbError as e: raise BadArgumentError(f"cannot reach the Jupyter server at {jupyter_url}: {e}") from None
+        for m in (self.nm, *self.peers): m.jupyter_url, m.jupyter_token = jupyter_url.rstrip('/'), jupyter_token
         return jupyter_url
     return await self._do(call, lambda url: f"Successfully connected to Jupyter server: {url}\nnotebooks opened from now on run their kernels there "
                                             f"({'token' if jupyter_token else 'no token'}); notebooks already running keep their kernels")
@@ -186,9 +172,29 @@ async def list_notebooks(self:NotebookTools) -> CallToolResult:
 
 @patch
 async def list_kernels(self:NotebookTools) -> CallToolResult:
-    "List the kernel of each notebook in use: type, status (not started, idle, busy), execution count."
-    def fmt(rows): return tsv(rows, ['notebook', 'type', 'status', 'execution_count']) if rows else "no notebooks in use"
+    "List the kernel of each notebook in use: backend (inprocess, subprocess, remote), kernel, pid or remote kernel id, status (not started, idle, busy), execution count."
+    def fmt(rows): return tsv(rows, ['notebook', 'backend', 'kernel', 'pid', 'status', 'execution_count']) if rows else "no notebooks in use"
     return await self._do(self.nm.list_kernels, fmt)
+
+def format_variables(rows:list) -> str:
+    "A kernel's variables as a table: name, type, size, short repr"
+    size = lambda v: 'x'.join(map(str, v['shape'])) if 'shape' in v else v.get('len', v.get('nbytes', ''))
+    return tsv([dict(v, size=size(v)) for v in rows], ['name', 'type', 'size', 'repr']) if rows else 'no variables'
+
+def format_variable(v:dict) -> str:
+    return f"{v['name']}: {v['type']}" + (f" (size {v.get('shape') or v.get('len') or v.get('nbytes')})" if {'shape', 'len', 'nbytes'} & set(v) else '') + f"\n{v.get('inspection') or v['repr']}"
+
+@patch
+async def list_variables(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
+    "List the variables of a notebook's kernel (name, type, size, short repr) without running a cell."
+    return await self._do(lambda: self.nm.list_variables(notebook_name), format_variables)
+
+@patch
+async def inspect_variable(self:NotebookTools,
+        name:Annotated[str, Field(description="A variable, or a dotted attribute path such as df.columns")],
+        notebook_name:_NbName=None) -> CallToolResult:
+    "Describe one variable of a notebook's kernel: type, size, value and docstring (as IPython's x? shows it)."
+    return await self._do(lambda: self.nm.inspect_variable(name, notebook_name), format_variable)
 
 @patch
 async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
@@ -411,15 +417,15 @@ async def insert_execute_code_cell(self:NotebookTools, cell_index:_Pos,
 async def execute_code(self:NotebookTools,
         code:Annotated[str, Field(description="Code to run (IPython: %magics and !shell work)")],
         timeout:Annotated[float, Field(description="Seconds the run may take before it is interrupted (0: the server default)", ge=0)]=30,
-        kernel_id:Annotated[str|None, Field(description="A kernel of a Jupyter server to run in (not supported: code runs in the notebook's kernel)")]=None,
+        kernel_id:Annotated[str|None, Field(description="Run in this running kernel of the Jupyter server (--jupyter-url or connect_to_jupyter) instead of a notebook's")]=None,
         progress_interval:_Interval=0, notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
     "Run code in a notebook's kernel without adding it to the notebook (scratch work, inspecting variables)."
     t = self._timeout(timeout)
     async def start(st):
-        if kernel_id is not None:
-            remote_kernels()
-            raise BadArgumentError("execute_code runs in a notebook's kernel: to use kernel_id, attach a notebook to it with use_notebook(kernel_id=...)")
-        return await self.nm.aexecute_code(code, t, notebook_name)
+        if kernel_id is None: return await self.nm.aexecute_code(code, t, notebook_name)
+        if not self.nm.jupyter_url: raise BadArgumentError("kernel_id names a kernel of a Jupyter server, and none is set: start the server with --jupyter-url, or call connect_to_jupyter(jupyter_url, jupyter_token) first")
+        with make_kernel(jupyter_url=self.nm.jupyter_url, jupyter_token=self.nm.jupyter_token, kernel_id=kernel_id, output_limit=self.nm.output_limit) as k:
+            return run_info(await k.arun(code, timeout=t))  # attached, not owned: closing only disconnects
     return await self._run(ctx, start, lambda r: self._fmt_run(r, 'code', t), 'code', t, progress_interval)
 
 @patch
@@ -661,6 +667,18 @@ async def interrupt_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallT
                                     (f"; dropped {_plural(d['dropped'], 'queued run')}" if d['dropped'] else ''))
 
 @patch
+async def list_dialog_variables(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
+    "List the variables of a dialog's kernel (name, type, size, short repr) without running code."
+    return await self._do(lambda: self.dm.list_variables(dialog_name), format_variables)
+
+@patch
+async def inspect_dialog_variable(self:DialogTools,
+        name:Annotated[str, Field(description="A variable, or a dotted attribute path such as df.columns")],
+        dialog_name:_DlgName=None) -> CallToolResult:
+    "Describe one variable of a dialog's kernel: type, size, value and docstring (as IPython's x? shows it)."
+    return await self._do(lambda: self.dm.inspect_variable(name, dialog_name), format_variable)
+
+@patch
 async def restart_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
     "Restart a dialog's kernel: a fresh namespace (queued runs dropped)."
     return await self._do(lambda: self.dm.restart_kernel(dialog_name),
@@ -673,7 +691,7 @@ _DESTROY = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=Fal
 _RUN = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 NOTEBOOK_TOOLS = dict(
-    list_files=_RO, list_kernels=_RO, list_notebooks=_RO, read_notebook=_RO, read_cell=_RO, history=_RO,
+    list_files=_RO, list_kernels=_RO, list_notebooks=_RO, read_notebook=_RO, read_cell=_RO, history=_RO, list_variables=_RO, inspect_variable=_RO,
     use_notebook=dict(_EDIT, idempotent_hint=True), unuse_notebook=dict(_DESTROY, idempotent_hint=True),
     restart_notebook=_DESTROY, insert_cell=_EDIT, overwrite_cell_source=dict(_DESTROY, idempotent_hint=True),
     edit_cell_source=_EDIT, delete_cell=_DESTROY, move_cell=_EDIT, swap_cells=_EDIT,
@@ -719,13 +737,14 @@ DIALOG_TOOLS = dict(
     run_msg=_RUN, execute_prompt=_RUN, dialog_undo=_EDIT, dialog_redo=_EDIT,
     toggle_export=_EDIT, toggle_comment=_EDIT, toggle_bookmark=_EDIT, toggle_header=_EDIT, copy_msgs=_EDIT, paste_msgs=_EDIT,
     dialog_files=_RO, create_dialog=dict(_EDIT, idempotent_hint=True), rm_dialog=_DESTROY,
-    interrupt_dialog=dict(_EDIT, idempotent_hint=True), restart_dialog=_DESTROY)
+    interrupt_dialog=dict(_EDIT, idempotent_hint=True), restart_dialog=_DESTROY, list_dialog_variables=_RO, inspect_dialog_variable=_RO)
 
 def _title(name): return name.replace('_', ' ').capitalize()
 
-def register_notebook_tools(srv:MCPServer, nm:NotebookManager, opts:McpOptions) -> NotebookTools:
-    "Add the notebook tools over `nm` to `srv`"
+def register_notebook_tools(srv:MCPServer, nm:NotebookManager, opts:McpOptions, peers=()) -> NotebookTools:
+    "Add the notebook tools over `nm` to `srv` (`peers`: managers whose kernels `connect_to_jupyter` moves too)"
     tools = NotebookTools(nm, opts)
+    tools.peers = list(peers)
     for name, ann in NOTEBOOK_TOOLS.items():
         srv.add_tool(getattr(tools, name), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
         _declare(srv, name)
@@ -897,7 +916,7 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
         "Answer 'pong' (a connectivity check)."
         return text_result('pong')
     srv.add_tool(ping, annotations=ToolAnnotations(title='Ping', **_RO), structured_output=False)
-    register_notebook_tools(srv, eng.notebooks, opts)
+    register_notebook_tools(srv, eng.notebooks, opts, peers=[eng.dialogs])
     register_prompts(srv, eng.notebooks)
     register_dialog_tools(srv, eng.dialogs, opts)
     register_workspace_tools(srv, eng.workspaces, opts)

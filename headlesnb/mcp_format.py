@@ -25,8 +25,6 @@ class McpOptions:
     html_limit: int = 2_000            # characters kept of an HTML output's text
     timeout: float = 120.0             # default seconds a run may take (a tool's timeout=0 means this), as jupyter-mcp-server
     progress_interval: float = 2.0     # seconds between progress notifications during a run
-    jupyter_url: str|None = None       # a Jupyter server whose kernels notebooks run in (remote kernels), and its token
-    jupyter_token: str|None = None
 
 # %% ../nbs/23_mcp_format.ipynb #e2ceabd1
 _DROP_RE = re.compile(r'<(script|style|head)\b.*?</\1\s*>|<!--.*?-->', re.S | re.I)

@@ -53,17 +53,12 @@ class NotebookManager(BaseManager):
         return dict(name=it.name, path=self.rel(it.path), cells=len(it.doc.cells), active=self.active == it.name,
                     dirty=it.doc.dirty, kernel='not started' if k is None else 'busy' if k.busy else 'idle')
 
-    def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect', kernel_factory=None) -> dict:
-        """Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active; `kernel_factory(cwd)`
-        gives this notebook's kernel (default: the manager's)"""
-        if kernel_factory is not None and not callable(kernel_factory): raise BadArgumentError("kernel_factory must be a callable(cwd) returning a Kernel")
-        with self._lock:
-            it = self._items.get(notebook_name)
-            if kernel_factory is not None and it is not None and it.kernel is not None and not it.kernel.closed:
-                raise ConflictError(f"notebook {notebook_name!r} already runs in a kernel: unuse_notebook it first to run it in another")
-            it = self._open(notebook_name, notebook_path, mode)
-            if kernel_factory is not None: it.state['kernel_factory'] = kernel_factory
-        return self._info(it)
+    def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect', kernel:str|None=None,
+                     kernel_id:str|None=None) -> dict:
+        """Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active. `kernel` names the
+        kernel it runs on ('inprocess' or a kernelspec; default: the manager's, else chosen by the notebook's language);
+        `kernel_id` attaches it to a running kernel of the manager's Jupyter server"""
+        return self._info(self._open_with_kernel(notebook_name, notebook_path, mode, kernel, kernel_id))
 
     def unuse_notebook(self, notebook_name:str|None=None) -> dict:
         "Save and close a notebook, freeing its kernel"
@@ -303,12 +298,16 @@ def restart_notebook(self:NotebookManager, notebook_name:str|None=None) -> dict:
     return self._restart(notebook_name)
 
 @patch
+def list_variables(self:NotebookManager, notebook_name:str|None=None) -> list:
+    "The variables of the notebook's kernel (name, type, short repr, size), without running a cell"
+    return self._variables(notebook_name)
+
+@patch
+def inspect_variable(self:NotebookManager, name:str, notebook_name:str|None=None) -> dict:
+    "One variable (or dotted attribute, `df.columns`) of the notebook's kernel, described at length"
+    return self._variable(notebook_name, name)
+
+@patch
 def list_kernels(self:NotebookManager) -> list:
     "The kernel of every open notebook"
-    res = []
-    for it in list(self._items.values()):
-        k = it.kernel
-        res.append(dict(notebook=it.name, type=type(k).__name__ if k else None,
-                        status='not started' if k is None else 'busy' if k.busy else 'idle',
-                        execution_count=k.execution_count if k else 0))
-    return res
+    return [dict(notebook=it.name, **self._kernel_info(it)) for it in list(self._items.values())]

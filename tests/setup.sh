@@ -25,3 +25,31 @@ for pkg in tmux git; do
     fi
 done
 # ---- end: tests/test_agents*.py ----
+
+# ---- begin: kernels (tests/test_subkernel.py, tests/test_remote.py) ----
+# A kernelspec in another language than Python (bash_kernel, a dev dependency) for the kernel-choice tests.
+python -c "import sys; from jupyter_client.kernelspec import find_kernel_specs; sys.exit('bash' not in find_kernel_specs())" \
+    || python -m bash_kernel.install --sys-prefix >/dev/null
+# Jupyter Enterprise Gateway 3.3 pins jupyter_server 1.24 and jupyter_client 6.1.12: its own cached venv (built once, ~1 min).
+EG_VENV="${HEADLESNB_EG_VENV:-$HOME/.cache/headlesnb/eg-venv-3.3.0}"
+if [ ! -x "$EG_VENV/bin/jupyter-enterprisegateway" ]; then
+    rm -rf "$EG_VENV" && python -m venv "$EG_VENV"
+    "$EG_VENV/bin/pip" install -q 'jupyter_enterprise_gateway==3.3.0' 'ipykernel>=6.29,<7' 2>&1 | grep -v '^WARNING: Location' || true
+fi
+"$EG_VENV/bin/python" -c "import enterprise_gateway, ipykernel"
+# ---- end: kernels ----
+
+# ---- begin: tests/test_run_cli.py (headlesnb run, papermill's command line) ----
+# papermill 2.7 (a dev dependency, installed above by '.[dev]') is the baseline the tests compare with; it runs
+# notebooks on the python3 kernelspec that ipykernel provides. Checked here so a missing piece fails early and clearly.
+python -c 'import papermill, yaml; assert papermill.__version__.startswith("2.7"), papermill.__version__'
+python -m jupyter kernelspec list 2>/dev/null | grep -q python3 || python -m ipykernel install --sys-prefix --name python3 >/dev/null
+# ---- end: tests/test_run_cli.py ----
+
+# ---- begin: tests/test_conformance.py (nbclient conformance suite) ----
+# pandas (the pandas probe) and papermill (papermill's own notebooks run it) are dev dependencies, installed above with
+# .[dev]; sympy and scipy are what the IPython example notebooks import. The references in tests/conformance/refs were
+# made with these installed: regenerate them (make_refs.py --all) after upgrading any of them, or IPython/ipykernel.
+python -m pip install -q 'pandas>=2.0' 'papermill>=2.6' 'sympy>=1.12' 'scipy>=1.11'
+python -m ipykernel install --sys-prefix >/dev/null 2>&1 || true
+# ---- end: tests/test_conformance.py ----

@@ -30,9 +30,10 @@ def test_failure_exits_1_and_shows_the_error(tmp_path):
     src = nb_file(tmp_path / 'bad.ipynb', ['a = 1', 'raise ValueError("boom here")', 'b = 2'])
     r = run('run', src, '--inplace')
     assert r.returncode == 1
-    assert 'cell 1' in r.stderr and 'ValueError' in r.stderr and 'boom here' in r.stderr
-    nb = nbformat.read(src, as_version=4)
-    assert nb.cells[1].outputs[0]['output_type'] == 'error' and nb.cells[2].execution_count is None
+    assert 'cell 2 (id c1) failed' in r.stderr and 'ValueError' in r.stderr and 'boom here' in r.stderr
+    nb = nbformat.read(src, as_version=4)  # papermill's banner at the top, its anchor just before the failing cell
+    assert [c.metadata.get('tags') for c in nb.cells] == [['papermill-error-cell-tag'], [], ['papermill-error-cell-tag'], [], []]
+    assert nb.cells[3].outputs[0]['output_type'] == 'error' and nb.cells[4].execution_count is None
 
 def test_allow_errors_runs_everything(tmp_path):
     src = nb_file(tmp_path / 'bad.ipynb', ['raise ValueError("x")', 'print("after")'])

@@ -119,7 +119,7 @@ def test_cell_deleted_while_it_runs(nm):
 
 def test_restart_and_list_kernels(nm):
     nm.use_notebook('k', mode='create')
-    assert nm.list_kernels() == [dict(notebook='k', type=None, status='not started', execution_count=0)]
+    assert nm.list_kernels() == [dict(notebook='k', backend=None, kernel=None, pid=None, status='not started', execution_count=0)]
     nm.execute_code('y = 1')
     nm.restart_notebook()
     assert nm.execute_code('y')['error']['ename'] == 'NameError'

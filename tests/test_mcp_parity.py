@@ -190,14 +190,15 @@ def test_unknown_arguments_are_refused_on_every_tool(tmp_path):
 
 # ---------------------------------------------------------------- kernel_id, connect_to_jupyter, jupyter_cite
 def test_remote_kernel_arguments_refused_clearly_and_cite_prompt(tmp_path):
+    "Without a Jupyter server, kernel_id is refused with what to do; connect_to_jupyter refuses a server it cannot reach"
     async def main():
         async with stdio_session(tmp_path) as s:
             msg = await err(s, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create', kernel_id='1a2b')
-            assert 'remote kernels' in msg and '--jupyter-url' in msg
+            assert 'kernel_id names a kernel of a Jupyter server' in msg and '--jupyter-url' in msg and 'connect_to_jupyter' in msg
             assert not (tmp_path / 'nb.ipynb').exists()  # refused before anything was made
-            assert '--jupyter-url' in await err(s, 'connect_to_jupyter', jupyter_url='http://127.0.0.1:1', jupyter_token='t')
+            assert 'cannot reach the Jupyter server at http://127.0.0.1:1' in await err(s, 'connect_to_jupyter', jupyter_url='http://127.0.0.1:1', jupyter_token='t')
             await ok(s, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create')
-            assert 'remote kernels' in await err(s, 'execute_code', code='1', kernel_id='1a2b')
+            assert 'connect_to_jupyter' in await err(s, 'execute_code', code='1', kernel_id='1a2b')
             for src in ['x = 6 * 7\nx', '# Title\n', 'print("hi")']:
                 await ok(s, 'insert_cell', cell_index=-1, cell_type='markdown' if src.startswith('#') else 'code', cell_source=src)
             await ok(s, 'execute_cell', cell_index=0)

@@ -1,0 +1,214 @@
+"RemoteKernel against a real `jupyter server` and a real Jupyter Enterprise Gateway 3.3 on 127.0.0.1"
+import json, os, re, secrets, signal, subprocess, sys, textwrap, threading, time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat, psutil, pytest, requests
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+from conftest import free_port
+from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
+from headlesnb.remote import RemoteKernel
+from headlesnb.base import make_kernel
+
+EG_VENV = Path(os.environ.get('HEADLESNB_EG_VENV', Path.home() / '.cache/headlesnb/eg-venv-3.3.0'))
+
+@dataclass
+class Server:
+    name: str; url: str; token: str; root: Path; proc: subprocess.Popen; log: Path
+    def get(self, path): return requests.get(self.url + path, headers={'Authorization': f'token {self.token}'}, timeout=10)
+    def kernel_ids(self): return {m['id'] for m in self.get('/api/kernels').json()}
+
+def _serve(name, cmd, env, root, token, tmp) -> Server:
+    log = tmp / f'{name}.log'
+    port = free_port()
+    proc = subprocess.Popen([*cmd, '--ip=127.0.0.1', f'--port={port}'], env={**os.environ, **env}, cwd=root,
+                            stdout=open(log, 'w'), stderr=subprocess.STDOUT)
+    s, end = Server(name, f'http://127.0.0.1:{port}', token, root, proc, log), time.monotonic() + 120
+    while time.monotonic() < end:
+        if proc.poll() is not None: pytest.fail(f'{name} exited ({proc.returncode}) while starting:\n{log.read_text()[-3000:]}')
+        try:
+            if s.get('/api/kernelspecs').ok: return s
+        except requests.RequestException: pass
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f'{name} did not answer within 120 s:\n{log.read_text()[-3000:]}')
+
+def _stop(s:Server):
+    s.proc.terminate()
+    try: s.proc.wait(15)
+    except subprocess.TimeoutExpired: s.proc.kill(); s.proc.wait(5)
+
+@pytest.fixture(scope='module')
+def jupyter_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp('jupyter-server'); root = tmp / 'root'; root.mkdir()
+    token = secrets.token_hex(16)
+    s = _serve('jupyter server', [sys.executable, '-m', 'jupyter_server', '--no-browser', '--allow-root',
+                                  f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}'], {}, root, token, tmp)
+    yield s
+    _stop(s)
+
+@pytest.fixture(scope='module')
+def enterprise_gateway(tmp_path_factory):
+    exe = EG_VENV / 'bin' / 'jupyter-enterprisegateway'
+    if not exe.exists(): pytest.fail(f'Jupyter Enterprise Gateway 3.3 is not installed at {EG_VENV}: run tests/setup.sh (it builds that venv)')
+    tmp = tmp_path_factory.mktemp('enterprise-gateway'); root = tmp / 'root'; root.mkdir()
+    spec = tmp / 'jupyter' / 'kernels' / 'python3'; spec.mkdir(parents=True)
+    # the gateway runs the same interpreter and ipykernel as local kernels, so outputs compare with nbclient's
+    (spec / 'kernel.json').write_text(json.dumps({'argv': [sys.executable, '-m', 'ipykernel_launcher', '-f', '{connection_file}'],
+                                                  'display_name': 'Python 3', 'language': 'python'}))
+    token = secrets.token_hex(16)
+    env = {'EG_AUTH_TOKEN': token, 'EG_UNAUTHORIZED_USERS': 'nobody-in-particular',  # by default it refuses kernels for root
+           'EG_LIST_KERNELS': 'True', 'JUPYTER_PATH': str(tmp / 'jupyter')}
+    s = _serve('enterprise gateway', [str(exe)], env, root, token, tmp)
+    yield s
+    _stop(s)
+
+@pytest.fixture(scope='module', params=['jupyter_server', 'enterprise_gateway'])
+def server(request) -> Server:
+    "Each server in turn (module scope: started before conftest's per-test reaper looks, so it is not reaped)"
+    return request.getfixturevalue(request.param)
+
+@pytest.fixture
+def rk(server):
+    k = RemoteKernel(server.url, server.token)
+    yield k
+    k.close()
+
+def _interrupt_soon(k, after:float=0.5):
+    "Interrupt `k` from another thread once its cell is executing (interrupt() is False before that)"
+    def go():
+        time.sleep(after)
+        end = time.monotonic() + 30
+        while not k.interrupt() and time.monotonic() < end: time.sleep(0.05)
+    threading.Thread(target=go, daemon=True).start()
+
+def text(r) -> str:
+    o = r.outputs[-1]
+    return ''.join(o['data']['text/plain']) if 'data' in o else ''.join(o.get('text', o.get('evalue', '')))
+
+PROBES = [
+    'import sys\nprint("a", flush=True)\nprint("b", file=sys.stderr, flush=True)\nprint("c")',
+    'from IPython.display import display, HTML, clear_output\ndisplay(HTML("<b>x</b>"))\n1',
+    'for i in range(3): print(i, flush=True)\nclear_output(wait=True)\nprint("last")',
+    'h = display("first", display_id=True)\nh.update("second")',
+    'h.update("third")',
+    '1/0',
+    'input("?")',
+    'x = 10\nx?',
+    '%%html\n<i>h</i>',
+    'x * 2',
+]
+
+def _norm(v):
+    if isinstance(v, str): return re.sub(r'ipykernel_\d+/\d+\.py', 'ipykernel_N/N.py', re.sub(r'0x[0-9a-f]+', '0xADDR', v))
+    if isinstance(v, dict): return {k: _norm(x) for k, x in v.items()}
+    if isinstance(v, list): return [_norm(x) for x in v]
+    return v
+
+def test_outputs_are_nbclients(server, rk):
+    "The same cells through nbclient on a local kernel and through the remote kernel: identical stored outputs"
+    nb = new_notebook(cells=[new_code_cell(c) for c in PROBES])
+    NotebookClient(nb, kernel_name='python3', allow_errors=True).execute()
+    theirs = [(c.get('execution_count'), _norm(c['outputs'])) for c in json.loads(nbformat.writes(nb))['cells']]
+    results = [rk.run(c) for c in PROBES]
+    for r in results:
+        for u in r.display_updates:
+            earlier = next(x for x in results if x.execution_count == u['execution_count'])
+            earlier.outputs[u['output_index']].update(data=u['data'], metadata=u['metadata'])
+    ours = [(r.execution_count, _norm(r.outputs)) for r in results]
+    for i, (t, o) in enumerate(zip(theirs, ours)): assert o == t, f'{server.name}, cell {i+1} differs:\n{PROBES[i]}\nnbclient: {t}\nours:     {o}'
+    assert results[0].started < results[0].ended and rk.kernel_id in server.kernel_ids()
+
+def test_timeout_and_interrupt(server, rk):
+    rk.run('x = 1')
+    t0 = time.monotonic()
+    r = rk.run('import time; time.sleep(100)', timeout=1)
+    assert (r.status, r.outputs[-1]['ename']) == ('timeout', 'ExecutionTimeout') and time.monotonic() - t0 < 15
+    _interrupt_soon(rk)
+    r = rk.run('import time; time.sleep(30)')
+    assert (r.status, r.outputs[-1]['ename'] if r.outputs else None) == ('interrupted', 'KeyboardInterrupt'), r
+    assert text(rk.run('x')) == '1'  # the kernel lived through both
+
+def test_hard_stop_restarts_the_kernel_on_the_server(server, rk):
+    rk.run('x = 1')
+    kid, t0 = rk.kernel_id, time.monotonic()
+    r = rk.run('sum(range(10**13))', timeout=1)
+    r2 = rk.run('"x" in globals()')
+    took = time.monotonic() - t0
+    assert r.status == 'timeout' and 'its kernel was killed' in r.outputs[-1]['evalue'], r
+    assert (text(r2), rk.kernel_id) == ('False', kid)  # a new process under the same id
+    print(f'{server.name}: remote hard stop and next cell in {took:.1f}s')
+    assert took < 60
+
+def test_restart(server, rk):
+    rk.run('y = 2'); rk.run('y')
+    kid = rk.kernel_id
+    rk.restart()
+    r = rk.run('"y" in globals()')
+    assert (text(r), r.execution_count, rk.kernel_id) == ('False', 1, kid)
+
+def test_dying_kernel_is_survived(server, rk):
+    rk.run('x = 1')
+    r = rk.run('import os; os._exit(5)')
+    assert r.status == 'dead' and r.outputs[-1]['ename'] == 'DeadKernelError', r
+    assert 'the server reported the kernel' in r.outputs[-1]['evalue']
+    r2 = rk.run('"x" in globals()')
+    assert (r2.status, text(r2)) == ('ok', 'False')
+
+def test_attach_by_kernel_id_and_shutdown_on_close(server):
+    k = RemoteKernel(server.url, server.token)
+    k.run('shared = "yes"')
+    kid = k.kernel_id
+    with make_kernel('python3', jupyter_url=server.url, jupyter_token=server.token, kernel_id=kid) as k2:
+        assert type(k2) is RemoteKernel and not k2.owned
+        assert text(k2.run('shared')) == "'yes'"
+    assert kid in server.kernel_ids()  # letting go of an attached kernel does not shut it down
+    assert text(k.run('shared')) == "'yes'"
+    k.close()
+    assert kid not in server.kernel_ids()
+    with pytest.raises(KernelError, match='does not exist'): RemoteKernel(server.url, server.token, kernel_id=kid).run('1')
+
+def test_variables(server, rk):
+    rk.run('xs = [1, 2, 3]\n_p = 1\nimport os')
+    assert rk.variables() == [{'name': 'xs', 'type': 'list', 'repr': '[1, 2, 3]', 'len': 3}]
+    v = rk.variable('xs')
+    assert (v['type'], v['repr'], v['len']) == ('list', '[1, 2, 3]', 3) and 'Docstring' in v['inspection']
+    with pytest.raises(NotFoundError): rk.variable('nope')
+    with pytest.raises(BadArgumentError): rk.variable('xs; 1')
+    assert 'xs' in rk.complete('x') and 'list' in rk.inspect('xs')
+
+def test_clear_errors(server):
+    with pytest.raises(KernelError, match='refused the token'): RemoteKernel(server.url, 'wrong-token').run('1')
+    with pytest.raises(KernelError, match=r"the kernel 'ir' is not installed on .*; installed there: .*python3"):
+        RemoteKernel(server.url, server.token, kernel_name='ir').run('1')
+    with pytest.raises(KernelError, match='cannot be reached'): RemoteKernel(f'http://127.0.0.1:{free_port()}', 't').run('1')
+    with pytest.raises(BadArgumentError): RemoteKernel('ftp://x', 't')
+
+OWNER = textwrap.dedent('''
+    import sys
+    from headlesnb.remote import RemoteKernel
+    k = RemoteKernel(sys.argv[1], sys.argv[2])
+    k.run('1')
+    print(k.kernel_id, flush=True)
+''')  # exits without close()
+
+def test_kernels_we_started_are_shut_down_at_exit(server):
+    out = subprocess.run([sys.executable, '-c', OWNER, server.url, server.token], capture_output=True, text=True, timeout=120)
+    kid = out.stdout.strip()
+    assert out.returncode == 0 and kid, out.stderr
+    assert kid not in server.kernel_ids()
+
+def test_kernel_choice_on_a_server(server):
+    from headlesnb.base import kernel_for_notebook
+    from headlesnb.subkernel import list_kernelspecs
+    specs = list_kernelspecs(server.url, server.token)
+    assert 'python3' in specs and specs['python3']['language'] == 'python'
+    py_nb = {'kernelspec': {'name': 'my-env', 'language': 'python'}}
+    assert kernel_for_notebook(py_nb, installed=specs, remote=True) == 'python3'
+    with pytest.raises(KernelError, match=r"needs the 'ir' kernel \(R\), which is not installed; installed: .*python3"):
+        kernel_for_notebook({'kernelspec': {'name': 'ir', 'language': 'R'}}, installed=specs, remote=True)
+    with make_kernel(None, jupyter_url=server.url, jupyter_token=server.token) as k:
+        assert type(k) is RemoteKernel and k.kernel_name == 'python3' and text(k.run('6 * 7')) == '42'
+    assert type(make_kernel('inprocess', jupyter_url=server.url)).__name__ == 'InProcessKernel'
