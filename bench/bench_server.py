@@ -1,9 +1,12 @@
 """The dialoghelper-compatible server over HTTP: `read_msg_` round trips against the trivial `/health`, and `add_relative_`
-(the client's `add_msg`) throughput with concurrent clients.
+(the client's `add_msg`) throughput with concurrent clients, with durable replies (the default: a reply comes once the
+message is on disk, fsync'd; concurrent requests share writes) against `--no-durable` (replies before the coalesced save).
 
-Starts `headlesnb serve` on a free port with a temporary root, talks to it with httpx (form-encoded
-POSTs, as dialoghelper sends them; one persistent connection per client), prints requests/s and p50/p99 latency,
-and the ratio of `read_msg_` p50 to `/health` p50 (target: at most 3x). Stops the server by PID at the end.
+Starts `headlesnb serve` twice on free ports with temporary roots (default, and `--no-durable`), talks to them with httpx
+(form-encoded POSTs, as dialoghelper sends them; one persistent connection per client), prints requests/s and p50/p99
+latency, the ratio of `read_msg_` p50 to `/health` p50 (target: at most 3x), and the ratio of durable to non-durable
+add throughput with 4 clients (target: at least 0.5x), measured in two alternating rounds so that drift on a shared
+machine hits both alike. Stops the servers by PID at the end.
 
 Run: python bench/bench_server.py [N]      (N requests per measurement and client, default 300)
 """
@@ -56,21 +59,39 @@ def line(name, lats, wall=None):
     print(f'{name:38s} {rps}  p50 {pct(lats, .5):7.2f} ms  p99 {pct(lats, .99):7.2f} ms  (n={len(lats)})')
 
 
-def main(n=300):
+def start(root, *args):
     port = free_port()
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
+    srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', root, '--port', str(port), *args],
+                           cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f'http://127.0.0.1:{port}'
-    with tempfile.TemporaryDirectory() as root:
-        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
-        srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', root, '--port', str(port)],
-                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with httpx.Client(base_url=url, timeout=30) as h:
+        for _ in range(600):
+            try: h.get('/health'); break
+            except httpx.TransportError: time.sleep(0.05)
+        h.post('/create_dialog_', data={'name': 'bench'})
+        ids = [h.post('/add_relative_', data={'dlg_name': 'bench', 'content': f'Message {i}\n' * 5, 'placement': 'at_end'}).json()['id']
+               for i in range(50)]
+    return srv, url, ids
+
+
+def adds(url, n, rounds):
+    "add_relative_ with 4 concurrent clients, `rounds` times `n // rounds` calls each: (latencies, wall time)"
+    lats, wall = [], 0.0
+    for r in range(rounds):
+        l, w = concurrent(url, 4, n // rounds, lambda c, i: (lambda: c.post('/add_relative_', data={
+            'dlg_name': 'bench', 'content': f'Added by client {i}', 'placement': 'at_end', 'msg_type': 'note'})))
+        lats += l; wall += w
+    return lats, wall
+
+
+def main(n=300):
+    with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as root2:
+        procs = []
         try:
+            srv, url, ids = start(root); procs.append(srv)
+            fast, furl, _ = start(root2, '--no-durable'); procs.append(fast)
             with httpx.Client(base_url=url, timeout=30) as h:
-                for _ in range(300):
-                    try: h.get('/health'); break
-                    except httpx.TransportError: time.sleep(0.05)
-                h.post('/create_dialog_', data={'name': 'bench'})
-                ids = [h.post('/add_relative_', data={'dlg_name': 'bench', 'content': f'Message {i}\n' * 5, 'placement': 'at_end'}).json()['id']
-                       for i in range(50)]
                 read = {'dlg_name': 'bench', 'id_': ids[25], 'n': '0', 'relative': 'true'}
                 health = lambda: h.get('/health')
                 read_msg = lambda: h.post('/read_msg_', data=read)
@@ -85,13 +106,18 @@ def main(n=300):
             print(f'ratio read_msg_ / health p50: {statistics.median(rl) / statistics.median(hl):.2f}x (target: at most 3x)')
             lats, wall = concurrent(url, 4, n, lambda c, i: (lambda: c.post('/read_msg_', data=read)))
             line('read_msg_ (4 concurrent clients)', lats, wall)
-            lats, wall = concurrent(url, 4, n, lambda c, i: (lambda: c.post('/add_relative_', data={
-                'dlg_name': 'bench', 'content': f'Added by client {i}', 'placement': 'at_end', 'msg_type': 'note'})))
-            line('add_msg at_end (4 concurrent clients)', lats, wall)
+            dl, dw, cl, cw = [], 0.0, [], 0.0
+            for _ in range(2):  # alternate: durable, then coalesced, twice (each client n/2 calls a round)
+                l, w = adds(url, n // 2, 1); dl += l; dw += w
+                l, w = adds(furl, n // 2, 1); cl += l; cw += w
+            line('add_msg, durable replies (4 clients)', dl, dw)
+            line('add_msg, --no-durable (4 clients)', cl, cw)
+            print(f'ratio durable / non-durable add throughput: {(len(dl) / dw) / (len(cl) / cw):.2f}x (target: at least 0.5x)')
         finally:
-            srv.terminate()
-            try: srv.wait(15)
-            except subprocess.TimeoutExpired: srv.kill(); srv.wait()
+            for p in procs:
+                p.terminate()
+                try: p.wait(15)
+                except subprocess.TimeoutExpired: p.kill(); p.wait()
 
 
 if __name__ == '__main__':

@@ -18,9 +18,9 @@ class Engine:
     "Notebooks, dialogs and workspaces over one root folder"
     def __init__(self, root='.', llm=None, mpl_format:str|None='png', output_limit:int|None=100_000, kernel:str|None=None,
                  jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_factory=None, save_delay:float=0.2,
-                 system:str|None=None, workspace_shell:bool=False):
+                 system:str|None=None, workspace_shell:bool=False, durable:bool=False):
         kw = dict(mpl_format=mpl_format, output_limit=output_limit, kernel=kernel, jupyter_url=jupyter_url, jupyter_token=jupyter_token,
-                  kernel_factory=kernel_factory, save_delay=save_delay)
+                  kernel_factory=kernel_factory, save_delay=save_delay, durable=durable)
         self.notebooks = NotebookManager(root, **kw)
         self.root = self.notebooks.root
         self.dialogs = DialogManager(self.root, llm=llm, system=system, **kw)

@@ -5,8 +5,9 @@
 # %% auto #0
 __all__ = ['ADD_FIELDS', 'curr_dialog_', 'msg_idx_', 'read_msg_', 'find_msgs_', 'add_relative_', 'update_msg_', 'rm_msg_',
            'add_runq_', 'msg_clipboard_', 'msg_paste_', 'toggle_header_collapse_', 'toggle_comment_', 'toggle_export_',
-           'bookmark_', 'list_dialogs_', 'realpath_', 'connfiles_', 'create_dialog_', 'restart_kernel_', 'stop_kernel_',
-           'rm_dialog_', 'load_dialog_', 'workspace_view_', 'workspace_', 'search_', 'searches_', 'web_answer_']
+           'bookmark_', 'list_dialogs_', 'realpath_', 'connfiles_', 'create_dialog_', 'restart_kernel_', 'interrupt_',
+           'stop_kernel_', 'rm_dialog_', 'load_dialog_', 'workspace_view_', 'workspace_', 'search_', 'searches_',
+           'web_answer_']
 
 # %% ../nbs/27_server_api.ipynb #c98cea55
 import asyncio, json
@@ -217,6 +218,13 @@ def restart_kernel_(self:DhServer, f:Form):
     "A fresh kernel for dialog `name` (what runs is stopped, the run queue dropped)"
     self.dm.restart_kernel(self.dialog(f.get('name') or f.get('dlg_name')))
     return {'success': 'kernel restarted'}
+
+@endpoint()
+def interrupt_(self:DhServer, f:Form):
+    "Stop the code dialog `dlg_name` (or `name`) runs now, and drop its queued runs"
+    r = self.dm.interrupt(self.dialog(f.get('dlg_name') or f.get('name')))
+    what = 'interrupted the running code' if r['interrupted'] else 'nothing was running'
+    return {'success': what + (f"; dropped {r['dropped']} queued run(s)" if r['dropped'] else ''), **r}
 
 @endpoint()
 def stop_kernel_(self:DhServer, f:Form):
