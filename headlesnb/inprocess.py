@@ -537,6 +537,13 @@ def interrupt(self) -> bool:
     return True
 
 @patch_to(InProcessKernel)
+def live_outputs(self) -> list:
+    "The outputs the executing cell has made so far"
+    r = self._current
+    out = r.shell._out if r is not None else None
+    return out.so_far() if out is not None else []
+
+@patch_to(InProcessKernel)
 def _retire(self, closing:bool):
     "Stop what runs, then free the shell (a stuck one is abandoned: its thread ends when its C call returns)"
     _refuse_in_cell(self, 'close()' if closing else 'restart()')

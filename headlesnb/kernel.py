@@ -41,6 +41,9 @@ class Kernel:
     def interrupt(self) -> bool:
         "Stop the running cell, if any: True if one was running"
         raise NotImplementedError
+    def live_outputs(self) -> list:
+        "The outputs the executing cell has made so far (stream text not yet flushed included); [] when none runs"
+        return []
     def restart(self) -> None:
         "A fresh namespace, execution count back to 0"
         raise NotImplementedError

@@ -25,7 +25,8 @@ from .errors import *
 from .notebook import NotebookManager, cell_info
 from .base import make_kernel, run_info
 from .engine import Engine
-from .security import Guard, MAX_BODY, is_loopback
+from .cli import add_kernel_args, bind, run_quietly
+from .security import Guard, MAX_BODY, bracket, is_loopback
 from .agents import AgentManager, poll_json
 from .utils import cap_text, check_str
 from .mcp_format import *
@@ -957,6 +958,7 @@ def mcp_parser() -> argparse.ArgumentParser:
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='HTTP: also accept this Host name (repeatable; * for any)')
     p.add_argument('--no-images', action='store_true', help='send image outputs as one-line notes, not MCP images')
     p.add_argument('--timeout', type=float, default=120.0, help='default seconds a run may take when a tool says timeout=0 (default 120, as jupyter-mcp-server)')
+    add_kernel_args(p)
     return p
 
 def http_app(srv:MCPServer, host:str='127.0.0.1', token:str|None=None, port:int|None=None, allow_hosts=(), max_body:int=MAX_BODY):
@@ -971,11 +973,19 @@ def mcp_main(argv=None):
     if a.transport == 'http' and not is_loopback(a.host) and not token:
         sys.exit(f"headlesnb mcp: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
                  "Pass --token (or set HEADLESNB_MCP_TOKEN), or bind 127.0.0.1")
-    try: srv = build_server(a.root, images=not a.no_images, timeout=a.timeout)
+    try: srv = build_server(images=not a.no_images, timeout=a.timeout,
+                            engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token))
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")
-    if a.transport == 'stdio': return srv.run('stdio')
+    root = srv.engine.root
+    if a.transport == 'stdio':  # stdout is the protocol's: the one line goes to stderr
+        print(f"headlesnb mcp: serving {root} over stdio", file=sys.stderr, flush=True)
+        return run_quietly(lambda: srv.run('stdio'))
     import uvicorn
-    uvicorn.run(http_app(srv, a.host, token, a.port, a.allow_host), host=a.host, port=a.port, log_level='warning')
+    sock = bind('headlesnb mcp', a.host, a.port)
+    server = uvicorn.Server(uvicorn.Config(http_app(srv, a.host, token, a.port, a.allow_host), log_level='warning', lifespan='on'))
+    print(f"headlesnb mcp: serving {root} at http://{bracket(a.host)}:{a.port}/mcp (streamable HTTP)"
+          + ("; clients send Authorization: Bearer <token>" if token else ''), file=sys.stderr, flush=True)
+    return run_quietly(lambda: server.run(sockets=[sock]))
 
 # %% ../nbs/24_mcp.ipynb #b165ff0e
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell

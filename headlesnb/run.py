@@ -336,23 +336,16 @@ class _Run:
         self.autosave_every = autosave_every if save and incremental else 0
         self.bar = _Bar(len(nb.cells)) if progress_bar else None
         self.lock = threading.RLock()  # guards the notebook and the current cell between this thread and the watcher
-        self.current = self.prev_cap = None
+        self.current = None
         self.exited = False  # a cell called exit(): the kernel is gone for the cells after it
         self.shown = {}
         self.saved_at = time.monotonic()
 
 # %% ../nbs/22_run.ipynb #c0268fca
-def _live(kernel, prev) -> dict|None:
-    "What the running cell has printed so far, per stream, if the kernel lets us see it"
-    f = getattr(kernel, 'live_outputs', None)
-    if callable(f):
-        outs = f() or []
-        return {n: ''.join(''.join(o.get('text', '')) for o in outs if o.get('name') == n) for n in ('stdout', 'stderr')}
-    cap = getattr(getattr(kernel, '_shell', None), '_cap', None)
-    if cap is None or cap is prev: return None  # not started yet, or still the previous cell's capture
-    return {'stdout': cap.stdout, 'stderr': cap.stderr}
-
-def _capture_of(kernel): return getattr(getattr(kernel, '_shell', None), '_cap', None)
+def _live(kernel) -> dict:
+    "What the running cell has printed so far, per stream"
+    outs = kernel.live_outputs()
+    return {n: ''.join(''.join(o.get('text', '')) for o in outs if o.get('name') == n) for n in ('stdout', 'stderr')}
 
 @patch
 def _emit(self:_Run, name:str, text:str):
@@ -364,8 +357,7 @@ def _emit(self:_Run, name:str, text:str):
 @patch
 def _stream_live(self:_Run):
     "Emit what the current cell printed since we last looked"
-    live = _live(self.kernel, self.prev_cap)
-    if not live: return
+    live = _live(self.kernel)
     for n, t in live.items():
         if len(t) > self.shown.get(n, 0): self._emit(n, t[self.shown.get(n, 0):]); self.shown[n] = len(t)
 
@@ -389,7 +381,7 @@ def _watch(self:_Run, stop:threading.Event):
             if self.current is None: continue
             self._stream_live()
             if self.autosave_every and time.monotonic() - self.saved_at >= self.autosave_every:
-                live = _live(self.kernel, self.prev_cap) or {}
+                live = _live(self.kernel)
                 self.current.outputs = [_joined({'output_type': 'stream', 'name': n, 'text': t}) for n, t in live.items() if t]
                 self.save(force=True)
 
@@ -406,7 +398,7 @@ def save(self:_Run, force:bool=False):
 @patch
 def _exec(self:_Run, cell):
     "Run a code cell's source; a `RunResult`"
-    with self.lock: self.current, self.prev_cap, self.shown = cell, _capture_of(self.kernel), {}
+    with self.lock: self.current, self.shown = cell, {}
     started = _now()
     try: return self.kernel.run(cell.source, timeout=self.timeout)
     except KeyboardInterrupt:  # a kernel that let Ctrl-C through: stop its cell too
@@ -420,7 +412,7 @@ def _exec(self:_Run, cell):
 
 @patch
 def _partial(self:_Run) -> list:
-    live = _live(self.kernel, self.prev_cap) or {}
+    live = _live(self.kernel)
     return [{'output_type': 'stream', 'name': n, 'text': t} for n, t in live.items() if t]
 
 @patch
@@ -1012,7 +1004,7 @@ def _sigterm_as_interrupt():
         yield got; return
     def on_term(signum, frame):
         got.append(signum)
-        raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)  # stopped as Ctrl-C stops it, by whoever handles SIGINT now (a running cell's stop)
     old = signal.signal(signal.SIGTERM, on_term)
     try: yield got
     finally: signal.signal(signal.SIGTERM, old)

@@ -21,6 +21,7 @@ from fasthtml.common import FastHTML
 from .errors import *
 from .utils import strip_ansi, join_text as _join
 from .engine import Engine
+from .cli import add_kernel_args, bind, run_quietly
 from .security import *
 from .agents import AgentManager, LIVE, NEEDS_INPUT, GLYPHS
 from .server import *
@@ -166,11 +167,12 @@ def agent_routes(agents:AgentManager, poll_every:float=0.25) -> list:
 
 # %% ../nbs/28_server_app.ipynb #c9dfad36
 def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None, *, host:str='127.0.0.1', port:int|None=None,
-              token:str|None=None, allow_hosts=(), max_body:int=MAX_BODY, durable:bool=True) -> FastHTML:
-    "The dialoghelper-compatible app over `engine`'s dialogs and workspaces (default: a new durable `Engine(root)`, closed at shutdown)"
+              token:str|None=None, allow_hosts=(), max_body:int=MAX_BODY, durable:bool=True, close_engine:bool|None=None) -> FastHTML:
+    """The dialoghelper-compatible app over `engine`'s dialogs and workspaces (default: a new durable `Engine(root)`); the engine
+    is closed at shutdown when the app made it, or `close_engine` says so"""
     guard = dict(host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body, name='headlesnb serve')
     Guard(None, **guard)  # a setting the guard refuses (a non-loopback host without a token) fails now, not at the first request
-    own = engine is None
+    own = engine is None if close_engine is None else close_engine
     srv = DhServer(engine if engine is not None else Engine(root, durable=durable), search=search, web_answer=web_answer)
     async def not_found(req, exc): return json_response({'error': f'no endpoint {req.url.path}'}, 404)
     async def bad_method(req, exc): return json_response({'error': f'{req.method} is not allowed on {req.url.path}'}, 405)
@@ -569,6 +571,7 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument('--max-body-mb', type=float, default=MAX_BODY / 2**20, help='largest request body in MB (default 32)')
     p.add_argument('--no-durable', action='store_true', help='reply before edits are on disk (faster; a crash loses the last acknowledged edits)')
     p.add_argument('--log-level', default='warning', help='uvicorn log level (default warning)')
+    add_kernel_args(p)
     return p
 
 def serve_main(argv=None):
@@ -579,9 +582,12 @@ def serve_main(argv=None):
     if not is_loopback(a.host) and not token:
         sys.exit(f"headlesnb serve: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
                  f"Pass --token (or set {TOKEN_ENV}), or bind 127.0.0.1")
-    try: app = build_app(a.root, host=a.host, port=a.port, token=token, allow_hosts=a.allow_host,
-                         max_body=int(a.max_body_mb * 2**20), durable=not a.no_durable)
+    try:
+        engine = Engine(a.root, durable=not a.no_durable, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token)
+        app = build_app(engine=engine, host=a.host, port=a.port, token=token, allow_hosts=a.allow_host, max_body=int(a.max_body_mb * 2**20),
+                        close_engine=True)
     except HeadlesnbError as e: sys.exit(f"headlesnb serve: {e}")
+    sock = bind('headlesnb serve', a.host, a.port)
     point_client(a.port)
     server = uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level, access_log=False,
                                            timeout_graceful_shutdown=3, lifespan='on'))
@@ -590,9 +596,10 @@ def serve_main(argv=None):
         app.state.dh.stop_waiting()  # end event streams and waits for browsers, so that shutdown need not wait for them
         exit_(sig, frame)
     server.handle_exit = handle_exit
-    print(f"headlesnb: serving dialogs under {app.state.dh.dm.root} at http://{bracket(a.host)}:{a.port}"
-          + (" (token required)" if token else ''), file=sys.stderr, flush=True)
-    server.run()
+    url = f"http://{bracket(a.host)}:{a.port}"
+    print(f"headlesnb serve: serving dialogs under {app.state.dh.dm.root} at {url}: open {url}/ in a browser; "
+          f"dialoghelper clients use port {a.port}" + (f" (token required: visit {url}/?token=... once)" if token else ''), file=sys.stderr, flush=True)
+    return run_quietly(lambda: server.run(sockets=[sock]))
 
 # %% ../nbs/28_server_app.ipynb #cc1b4197
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell

@@ -138,7 +138,7 @@ class _Client(NotebookClient):
 # %% ../nbs/07_subkernel.ipynb #2fbfacf5
 class _Exec:
     "The cell executing: the means to ask it to stop"
-    def __init__(self, loop): self.stop, self.reason = loop.create_future(), None
+    def __init__(self, loop, cell): self.stop, self.reason, self.cell = loop.create_future(), None, cell
     def request_stop(self, reason:str):
         self.reason = self.reason or reason
         if not self.stop.done(): self.stop.set_result(None)
@@ -242,6 +242,12 @@ async def _client_ready(self) -> _Client:
     return self._client
 
 @patch_to(JupyterKernel)
+def live_outputs(self) -> list:
+    "The outputs the executing cell has made so far (nbclient adds them to its cell as they arrive)"
+    ex = self._exec
+    return [dict(o) for o in ex.cell.outputs] if ex is not None else []
+
+@patch_to(JupyterKernel)
 def interrupt(self) -> bool:
     "Stop the executing cell, if any (SIGINT or the kernelspec's interrupt message; killed `stop_grace` s later if it goes on)"
     ex = self._exec
@@ -258,7 +264,7 @@ async def _execute(self, client:_Client, code:str, timeout) -> RunResult:
     "One cell through nbclient, watched for its timeout, a stop request and the kernel's death"
     started = utc_now()
     cell, idx = client.new_cell(code)
-    ex = self._exec = _Exec(asyncio.get_running_loop())
+    ex = self._exec = _Exec(asyncio.get_running_loop(), cell)
     task = asyncio.ensure_future(client.async_execute_cell(cell, idx, store_history=True))
     died, cancelled, stopped, outcome, why = self._death(client), False, False, None, None
     try:

@@ -117,6 +117,12 @@ def error(self, ename:str, evalue:str, traceback:list):
         self._add({'output_type': 'error', 'ename': ename, 'evalue': evalue, 'traceback': list(traceback)})
 
 @patch_to(CellOutputs)
+def so_far(self) -> list:
+    "A copy of the outputs made so far, with the stream text still buffered after them (nothing is sent)"
+    with self.lock:
+        return [*self.outs, *({'output_type': 'stream', 'name': n, 'text': ''.join(b)} for n, b in self.bufs.items() if b)]
+
+@patch_to(CellOutputs)
 def finish(self) -> list:
     "The outputs, pending stream text included (as ipykernel flushes the streams when a cell ends)"
     with self.lock:

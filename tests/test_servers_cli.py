@@ -1,0 +1,136 @@
+"""`headlesnb serve` and `headlesnb mcp` as commands: how they start, stop and share their kernels.
+
+- A busy port is one line and exit 1; Ctrl-C (SIGINT) ends a server quietly with 130, for every transport.
+- With `--kernel python3` every dialog has its own kernel process: a runaway cell in one dialog does not hold up
+  another, through the dialoghelper HTTP API and through the official MCP client, and can be interrupted.
+Servers are real subprocesses, stopped by PID at the end of each test (conftest's reaper).
+"""
+import os, signal, socket, subprocess, sys, time
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import anyio, httpx, pytest
+from conftest import free_port
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+pytestmark = pytest.mark.timeout(300)
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
+ENV.pop('JUPYTER_URL', None)
+
+def hb(*args, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', *map(str, args)], env=ENV, cwd=REPO, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+def wait_listening(proc, port:int, within:float=60):
+    end = time.monotonic() + within
+    while True:
+        assert proc.poll() is None, f'the server exited ({proc.returncode}): {proc.stderr.read()}'
+        with socket.socket() as s:
+            if s.connect_ex(('127.0.0.1', port)) == 0: return
+        assert time.monotonic() < end, f'nothing listens on port {port} after {within} s'
+        time.sleep(0.1)
+
+SERVERS = {'serve': lambda root, port: ('serve', '--root', root, '--port', port),
+           'mcp-http': lambda root, port: ('mcp', '--root', root, '--transport', 'http', '--port', port)}
+
+@pytest.mark.parametrize('kind', SERVERS)
+def test_a_busy_port_is_one_line_and_exit_1(tmp_path, kind):
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0)); taken.listen()
+        port = taken.getsockname()[1]
+        p = hb(*SERVERS[kind](tmp_path, port))
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 1, err
+    assert err.strip().splitlines() == [f'headlesnb {kind.split("-")[0]}: 127.0.0.1 port {port} is already in use (another server?): pick another with --port']
+
+@pytest.mark.parametrize('kind', SERVERS)
+def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind):
+    port = free_port()
+    p = hb(*SERVERS[kind](tmp_path, port))
+    wait_listening(p, port)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and 'Traceback' not in err, err
+    assert err.strip().splitlines()[0].startswith(f'headlesnb {kind.split("-")[0]}: serving'), err  # where it served, said once
+    with socket.socket() as s: assert s.connect_ex(('127.0.0.1', port)) != 0  # and the port is free again
+
+def test_ctrl_c_ends_the_stdio_mcp_server_quietly(tmp_path):
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stderr.readline().startswith('headlesnb mcp: serving')
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and 'Traceback' not in err and out == '', err
+
+# ---------------------------------------------------------------- a runaway cell holds up no other dialog
+RUNAWAY = 'import os, time\nopen("a-started", "w").write(str(os.getpid()))\ntime.sleep(120)'
+
+def poll(f, within:float, what:str):
+    end = time.monotonic() + within
+    while not (v := f()):
+        assert time.monotonic() < end, f'{what}: not within {within} s'
+        time.sleep(0.1)
+    return v
+
+@contextmanager
+def serve(root, *args):
+    port = free_port()
+    p = hb('serve', '--root', root, '--port', port, *args)
+    wait_listening(p, port)
+    with httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=60) as c:
+        def call(ep, **data):
+            r = c.post(f'/{ep}', data=data)
+            assert r.status_code == 200, f'{ep}: {r.status_code} {r.text}'
+            return r.json()
+        yield call, p
+    p.send_signal(signal.SIGINT)
+    assert p.wait(30) == 130
+
+def test_serve_runs_each_dialog_in_its_own_kernel_process(tmp_path):
+    with serve(tmp_path, '--kernel', 'python3') as (call, proc):
+        for d in ('a', 'b'): call('create_dialog_', name=d)
+        a = call('add_relative_', dlg_name='a', msg_type='code', content=RUNAWAY, run='true')['id']
+        a_pid = int(poll(lambda: (tmp_path / 'a-started').exists() and (tmp_path / 'a-started').read_text(), 60, 'dialog a started'))
+        b = call('add_relative_', dlg_name='b', msg_type='code', content='import os\n(6 * 7, os.getpid())', run='true')['id']
+        out = poll(lambda: call('read_msg_', dlg_name='b', id_=b, n=0)['output'], 90, "dialog b's cell answered while a's runs")
+        b_pid = int(out.split(',')[1].strip(' )\n'))
+        assert out.startswith('(42,') and len({a_pid, b_pid, proc.pid}) == 3  # two kernel processes, neither the server
+        assert call('read_msg_', dlg_name='a', id_=a, n=0)['output'] == ''  # a's cell is still running
+        assert call('interrupt_', dlg_name='a')['interrupted'] is True
+        out = poll(lambda: call('read_msg_', dlg_name='a', id_=a, n=0)['output'], 30, "dialog a's interrupted cell")
+        assert 'KeyboardInterrupt' in out
+
+@asynccontextmanager
+async def mcp_session(root, *extra):
+    params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.cli', 'mcp', '--root', str(root), *extra], env=ENV)
+    with open(root / 'mcp.log', 'w') as errlog:
+        async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            yield s
+
+async def ok(s, tool, **args) -> str:
+    res = await s.call_tool(tool, args)
+    t = '\n'.join(c.text for c in res.content if c.type == 'text')
+    assert not res.is_error, f'{tool} {args}: {t}'
+    return t
+
+def test_mcp_runs_each_dialog_in_its_own_kernel_process(tmp_path):
+    async def go():
+        async with mcp_session(tmp_path, '--kernel', 'python3') as s:
+            await ok(s, 'use_dialog', dialog_name='a', mode='create')
+            await ok(s, 'add_msg', content=RUNAWAY, msg_type='code', run=True, dialog_name='a')
+            a_pid = int(poll(lambda: (tmp_path / 'a-started').exists() and (tmp_path / 'a-started').read_text(), 60, 'dialog a started'))
+            await ok(s, 'use_dialog', dialog_name='b', mode='create')
+            b = (await ok(s, 'add_msg', content='import os\n(6 * 7, os.getpid())', msg_type='code', dialog_name='b')).split()[3]
+            with anyio.fail_after(90):  # well before a's cell would end
+                out = await ok(s, 'run_msg', msg_id=b, timeout=80, dialog_name='b')
+            assert '(42, ' in out and str(a_pid) not in out
+            r = await ok(s, 'interrupt_dialog', dialog_name='a')
+            assert 'interrupted' in r, r
+            for _ in range(300):
+                if 'KeyboardInterrupt' in await ok(s, 'find_msgs', re_pattern='time.sleep', dialog_name='a'): break
+                await anyio.sleep(0.1)
+            else: raise AssertionError("dialog a's cell was not interrupted")
+    anyio.run(go)
