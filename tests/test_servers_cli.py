@@ -9,7 +9,7 @@ import os, signal, socket, subprocess, sys, time
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-import anyio, httpx, pytest
+import anyio, httpx, psutil, pytest
 from conftest import free_port
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -67,6 +67,16 @@ def test_ctrl_c_ends_the_stdio_mcp_server_quietly(tmp_path):
 # ---------------------------------------------------------------- a runaway cell holds up no other dialog
 RUNAWAY = 'import os, time\nopen("a-started", "w").write(str(os.getpid()))\ntime.sleep(120)'
 
+def gone(pid:int, within:float=15) -> bool:
+    "Process `pid` ended (or is a zombie awaiting its parent) within `within` s"
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE: return True
+        except psutil.NoSuchProcess: return True
+        time.sleep(0.1)
+    return False
+
 def poll(f, within:float, what:str):
     end = time.monotonic() + within
     while not (v := f()):
@@ -101,6 +111,7 @@ def test_serve_runs_each_dialog_in_its_own_kernel_process(tmp_path):
         assert call('interrupt_', dlg_name='a')['interrupted'] is True
         out = poll(lambda: call('read_msg_', dlg_name='a', id_=a, n=0)['output'], 30, "dialog a's interrupted cell")
         assert 'KeyboardInterrupt' in out
+    assert gone(a_pid) and gone(b_pid)  # Ctrl-C on the server stopped its kernels too
 
 @asynccontextmanager
 async def mcp_session(root, *extra):
@@ -117,6 +128,7 @@ async def ok(s, tool, **args) -> str:
     return t
 
 def test_mcp_runs_each_dialog_in_its_own_kernel_process(tmp_path):
+    pids = []
     async def go():
         async with mcp_session(tmp_path, '--kernel', 'python3') as s:
             await ok(s, 'use_dialog', dialog_name='a', mode='create')
@@ -127,6 +139,7 @@ def test_mcp_runs_each_dialog_in_its_own_kernel_process(tmp_path):
             with anyio.fail_after(90):  # well before a's cell would end
                 out = await ok(s, 'run_msg', msg_id=b, timeout=80, dialog_name='b')
             assert '(42, ' in out and str(a_pid) not in out
+            pids.extend([a_pid, int(out.split('(42, ')[1].split(')')[0])])
             r = await ok(s, 'interrupt_dialog', dialog_name='a')
             assert 'interrupted' in r, r
             for _ in range(300):
@@ -134,3 +147,4 @@ def test_mcp_runs_each_dialog_in_its_own_kernel_process(tmp_path):
                 await anyio.sleep(0.1)
             else: raise AssertionError("dialog a's cell was not interrupted")
     anyio.run(go)
+    assert len(pids) == 2 and all(gone(p) for p in pids)  # the client closed: the server ended, and its kernels with it
