@@ -19,7 +19,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from fasthtml.common import FastHTML
 from .errors import *
-from .utils import strip_ansi, join_text as _join
+from .utils import strip_ansi
 from .engine import Engine
 from .cli import add_kernel_args, bind, run_quietly
 from .security import *
