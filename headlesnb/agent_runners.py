@@ -16,7 +16,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from fastcore.ansi import strip_ansi
 from .errors import *
-from .agents import AgentManager, SessionStore, check_id, parent_of, tmux_name, contract, LIVE, FINISHED, id_key, write_text, read_text
+from .agents import AgentManager, check_id, tmux_name, contract, LIVE, read_text
 from .llm import LLMClient, run_tool_loop
 from .context import ContextBuilder, render_sections
 
@@ -241,7 +241,7 @@ def _finalize(self:AgentManager, s:dict) -> bool:
     (d / 'launch.env').unlink(missing_ok=True)
     out = output_tail(read_text(d / 'output'))
     written = read_text(d / 'result').strip()
-    if status == '0' or written: res = written or out or f'(the agent exited without output)'
+    if status == '0' or written: res = written or out or '(the agent exited without output)'
     else: res = f"error: {s['agent']} exited with status {status}" + (f":\n{out}" if out else '')
     return self.store.transition(id, 'done', activity='', result=res)
 

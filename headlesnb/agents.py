@@ -8,7 +8,7 @@ __all__ = ['TASK_TYPES', 'STATES', 'LIVE', 'FINISHED', 'SESSION_FILES', 'SCOPE_D
            'read_text', 'SessionStore', 'contract', 'AgentManager', 'poll_json']
 
 # %% ../nbs/15_agents.ipynb #54b50bcb
-import fcntl, json, os, re, shutil, tempfile, time
+import fcntl, os, re, shutil, tempfile, time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path

@@ -8,11 +8,10 @@ __all__ = ['HOOK_COMMAND', 'HOOK_EVENTS', 'AGENT_COMMANDS', 'claude_activity', '
            'visible_forest', 'tui_classes', 'agents_app', 'run_tui', 'transcript_text']
 
 # %% ../nbs/29_agents_ui.ipynb #06c7b69b
-import argparse, html, json, os, sys, threading, time
+import argparse, json, os, sys, threading
 from pathlib import Path
-from typing import Annotated, Literal
 from .errors import *
-from .agents import AgentManager, SessionStore, check_id, find_root, tmux_name, write_text, read_text, LIVE, FINISHED, POLL_KEYS, TASK_TYPES, id_key, poll_json, NEEDS_INPUT, GLYPHS
+from .agents import AgentManager, SessionStore, check_id, find_root, write_text, read_text, LIVE, FINISHED, TASK_TYPES, poll_json, NEEDS_INPUT, GLYPHS
 
 # %% ../nbs/29_agents_ui.ipynb #acb9b7cb
 HOOK_COMMAND = 'headlesnb hook'  # what `setup` writes into Claude Code's settings: f'{HOOK_COMMAND} {event}'

@@ -7,10 +7,10 @@ __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg
            'apply_fields', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
-import json, re, shutil, subprocess, threading, time
+import json, re, shutil, subprocess
 from copy import deepcopy
 from fastcore.basics import patch
-from aidialog.dialog import Message, render_outputs_ai
+from aidialog.dialog import Message
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
 from .errors import *

@@ -6,7 +6,6 @@
 __all__ = ['Engine']
 
 # %% ../nbs/20_engine.ipynb #b763a017
-from pathlib import Path
 from .errors import *
 from .notebook import NotebookManager
 from .dialog import DialogManager

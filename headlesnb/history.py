@@ -9,7 +9,6 @@ __all__ = ['Command', 'InsertCells', 'DeleteCells', 'SetFields', 'Reorder', 'Com
 import time
 from collections import deque
 from .errors import *
-from .document import MISSING
 
 # %% ../nbs/04_history.ipynb #9ae63204
 class Command:

@@ -10,16 +10,15 @@ __all__ = ['NOTEBOOK_TOOLS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED', 'DIALOG_TOOLS'
            'register_agent_tools', 'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
 # %% ../nbs/24_mcp.ipynb #8e6cadf4
-import argparse, base64, hmac, html, inspect, io, json, os, re, sys, threading, time, traceback
+import argparse, hmac, inspect, json, os, re, sys, threading, time, traceback
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
 from typing import Annotated, Literal
 import anyio, anyio.to_thread
 from pydantic import Field, ValidationError
 from fastcore.basics import patch
 from mcp.server.mcpserver import MCPServer, Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ImageContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
 from .errors import *
 from .notebook import NotebookManager, cell_info
@@ -30,7 +29,7 @@ from .security import Guard, MAX_BODY, bracket, is_loopback
 from .agents import AgentManager, poll_json
 from .utils import cap_text, check_str
 from .mcp_format import *
-from .mcp_format import _validation_text, _kb, _plural, _src_preview, _join
+from .mcp_format import _validation_text, _plural
 
 # %% ../nbs/24_mcp.ipynb #715dcb22
 def failed(e:BaseException, limit:int=20_000) -> CallToolResult:
@@ -150,7 +149,7 @@ async def connect_to_jupyter(self:NotebookTools,
         if not re.match(r'^https?://[^/\s]+', jupyter_url): raise BadArgumentError(f"jupyter_url must be an http(s) URL such as 'http://localhost:8888', not {jupyter_url!r}")
         if document_provider != 'jupyter': raise BadArgumentError(f"document_provider must be 'jupyter', not {document_provider!r}: notebooks stay files under the root")
         from headlesnb.subkernel import list_kernelspecs
-        try: specs = list_kernelspecs(jupyter_url.rstrip('/'), jupyter_token)  # reached, and the token is right
+        try: list_kernelspecs(jupyter_url.rstrip('/'), jupyter_token)  # reached, and the token is right
         except HeadlesnbError as e: raise BadArgumentError(f"cannot reach the Jupyter server at {jupyter_url}: {e}") from None
         for m in (self.nm, *self.peers): m.jupyter_url, m.jupyter_token = jupyter_url.rstrip('/'), jupyter_token
         return jupyter_url

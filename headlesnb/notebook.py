@@ -6,15 +6,15 @@
 __all__ = ['cell_pos', 'cell_info', 'NotebookManager']
 
 # %% ../nbs/10_notebook.ipynb #fb70637f
-import asyncio, difflib, fnmatch, os, time
+import fnmatch, os
 from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
 from .errors import *
-from .document import mk_cell, CELL_TYPES
+from .document import mk_cell
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .utils import text_diff, check_int, content_hash, check_hash, hash_list
-from .base import BaseManager, store_run, run_info
+from .utils import text_diff, content_hash, check_hash, hash_list
+from .base import BaseManager
 
 # %% ../nbs/10_notebook.ipynb #83dec1a7
 def cell_pos(doc, ref) -> int:

@@ -10,25 +10,18 @@ __all__ = ['MAX_PART', 'BIG_BODY', 'FORM_TYPES', 'ECHO_KEYS', 'ENDPOINTS', 'EMPT
            'error_response', 'to_response', 'health']
 
 # %% ../nbs/26_server.ipynb #d97441c6
-import argparse, ast, asyncio, html, importlib.util, json, re, secrets, shutil, subprocess, sys, threading, time, traceback
-from pathlib import Path
+import ast, asyncio, json, re, sys, traceback
 from urllib.parse import parse_qsl
 from fastcore.basics import patch
-from fastcore.ansi import strip_ansi
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartParser
 from starlette.requests import Request, ClientDisconnect
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket
-from fasthtml.common import FastHTML
+from starlette.responses import Response
 from .errors import *
-from .paths import check_name
-from .document import parse_nb
 from .engine import Engine
 from .security import MAX_BODY
-from .dialog import DialogManager, FIELDS, FLAGS, cell2msg, msg_dict
+from .dialog import FLAGS
 
 # %% ../nbs/26_server.ipynb #82b5bd71
 _TRUE, _FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off', '', 'none')

@@ -16,10 +16,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketState
 from fasthtml.common import FastHTML
 from .errors import *
-from .utils import strip_ansi, join_text as _join
+from .utils import strip_ansi
 from .engine import Engine
 from .cli import add_kernel_args, bind, run_quietly
 from .security import *
@@ -532,19 +532,20 @@ async def index(self:DhServer, req:Request):
 async def wsx(self:DhServer, ws:WebSocket):
     "Relay frames between the peers of channel `chan`"
     chan = ws.query_params.get('chan') or ''
-    await ws.accept()
     if not chan:
+        await ws.accept()
         await ws.close(code=1008, reason='no channel given (chan)')
         return
     peers = self.channels.setdefault(chan, set())
-    peers.add(ws)
+    peers.add(ws)  # joined before the client sees its connection open: a frame sent after that reaches it
     try:
+        await ws.accept()
         while True:
             msg = await ws.receive()
             if msg['type'] == 'websocket.disconnect': break
             text, data = msg.get('text'), msg.get('bytes')
             for p in list(peers):
-                if p is ws: continue
+                if p is ws or p.application_state != WebSocketState.CONNECTED: continue  # a peer still joining
                 try: await (p.send_text(text) if text is not None else p.send_bytes(data))
                 except Exception: peers.discard(p)  # gone: the next frame will not try it
     finally:

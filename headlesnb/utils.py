@@ -59,9 +59,10 @@ def check_str(v, what:str) -> str:
     return v
 
 def text_diff(old:str, new:str, name:str='cell') -> str:
-    "A unified diff of two texts ('' when they are equal)"
+    "A unified diff of two texts ('' when they are equal); every line ends with a newline, even the last line of a text without one"
     import difflib
-    return ''.join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f'{name} (before)', f'{name} (after)'))
+    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f'{name} (before)', f'{name} (after)')
+    return ''.join(l if l.endswith('\n') else l + '\n' for l in lines)
 
 def utc_now() -> str:
     "The time now as ISO-8601 UTC, as Jupyter writes it (`2026-11-23T14:00:00.123456Z`)"

@@ -7,7 +7,7 @@ __all__ = ['FLUSH_INTERVAL', 'LOOP_SHELLS', 'RUNNING', 'STDOUT', 'STDERR', 'refu
            'INLINE_BACKEND', 'CellOutputs', 'current_outputs', 'OutStream', 'kernel_argv', 'ZMQInteractiveShell']
 
 # %% ../nbs/06a_zmqshell.ipynb #faa5a114
-import atexit, io, os, sys, tempfile, threading, time
+import atexit, io, os, tempfile, threading, time
 from types import MethodType
 from binascii import b2a_base64
 
@@ -17,7 +17,6 @@ from fastcore.basics import patch_to
 from fastcore.nbio import run_cell
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
-from IPython.core.error import StdinNotImplementedError
 from IPython.core.interactiveshell import InteractiveShell
 from ipykernel.compiler import XCachingCompiler
 from ipykernel.kernelbase import Kernel as IPyKernel
