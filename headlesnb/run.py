@@ -340,6 +340,37 @@ class _Run:
         self.exited = False  # a cell called exit(): the kernel is gone for the cells after it
         self.shown = {}
         self.saved_at = time.monotonic()
+        self.watchdog = None  # a `_Watchdog`, while timed cells run on an in-process kernel
+
+# %% ../nbs/22_run.ipynb #48f4061d
+_WATCHDOG = r'''
+import os, select, signal, sys, time
+pid, buf, due, say = int(sys.argv[1]), b'', None, b''
+while True:
+    ready, _, _ = select.select([0], [], [], None if due is None else max(0.0, due - time.monotonic()))
+    if ready:
+        chunk = os.read(0, 65536)
+        if not chunk: break  # the run ended
+        *lines, buf = (buf + chunk).split(b'\n')
+        for line in lines:  # "SECONDS MESSAGE": a deadline; "0": none
+            secs, _, say = line.partition(b' ')
+            due = time.monotonic() + float(secs) if float(secs) else None
+    elif due is not None:
+        os.write(2, say + b'\n')
+        os.kill(pid, signal.SIGKILL)
+        break
+'''
+
+class _Watchdog:
+    "A helper process that kills this one if a cell is still running at its deadline (no thread here can run then)"
+    grace = 3.0  # seconds after the timeout for the interrupt to land
+    def __init__(self):
+        self.p = subprocess.Popen([sys.executable, '-S', '-c', _WATCHDOG, str(os.getpid())], stdin=subprocess.PIPE)
+    def arm(self, seconds:float, say:str): self._send(f'{seconds:g} {say}')
+    def disarm(self): self._send('0')
+    def _send(self, line:str):
+        self.p.stdin.write(line.replace('\n', ' ').encode() + b'\n'); self.p.stdin.flush()
+    def close(self): self.p.stdin.close(); self.p.wait()
 
 # %% ../nbs/22_run.ipynb #c0268fca
 def _live(kernel) -> dict:
@@ -400,6 +431,7 @@ def _exec(self:_Run, cell):
     "Run a code cell's source; a `RunResult`"
     with self.lock: self.current, self.shown = cell, {}
     started = _now()
+    self._guard(cell)
     try: return self.kernel.run(cell.source, timeout=self.timeout)
     except KeyboardInterrupt:  # a kernel that let Ctrl-C through: stop its cell too
         self.kernel.interrupt()
@@ -408,7 +440,20 @@ def _exec(self:_Run, cell):
         status = 'dead' if type(e).__name__ in _DEAD or 'died' in str(e).lower() else 'error'
         return RunResult(self._partial() + [_error_output(type(e).__name__, str(e))], None, status, _jupyter_time(started), _jupyter_time(_now()))
     finally:
+        if self.watchdog: self.watchdog.disarm()
         with self.lock: self.current = None
+
+@patch
+def _guard(self:_Run, cell):
+    "A timed cell on an in-process kernel: the watchdog's deadline (the output file first gets the cells run so far)"
+    if not (self.timeout and getattr(self.kernel, 'main_thread', False)): return
+    self.save(force=True)
+    self.watchdog = self.watchdog or _Watchdog()
+    i = self.nb.cells.index(cell)
+    self.watchdog.arm(self.timeout + _Watchdog.grace,
+        f"headlesnb: cell {i + 1} (id {cell.get('id')}) is still running {_Watchdog.grace:g}s past its {self.timeout:g}s timeout: it is blocked "
+        "in C code, which an in-process kernel cannot interrupt, so the run was killed (the cells before it are in the output). "
+        "Run with -k python3 to have such a cell stopped and the run go on")
 
 @patch
 def _partial(self:_Run) -> list:
@@ -526,6 +571,7 @@ def run(self:_Run) -> RunReport:
             if watcher: watcher.join()
             self._finish(rep)
             rep.seconds = (_now() - self.t0).total_seconds()
+            if self.watchdog: self.watchdog.close()
     return rep
 
 # %% ../nbs/22_run.ipynb #194f9d59
@@ -637,7 +683,8 @@ Several INPUTs (or --output-dir) run each notebook in its own process, --jobs at
 SIGTERM is handled as Ctrl-C (outputs so far written), with exit status 143.
 
 Exit status: 0 ok, 1 a cell failed (outputs written, error banner at the top), 2 bad input or options
-(nothing written), 130 interrupted by Ctrl-C (outputs so far written), 138 the kernel died, 143 SIGTERM.'''
+(nothing written), 130 interrupted by Ctrl-C (outputs so far written), 137 killed: an in-process cell blocked in C
+past --execution-timeout (the cells before it written), 138 the kernel died, 143 SIGTERM.'''
 
 def run_parser() -> argparse.ArgumentParser:
     "The `headlesnb run` argument parser"
@@ -680,7 +727,8 @@ def run_parser() -> argparse.ArgumentParser:
       help='level of the run\'s log messages on stderr (default: WARNING; INFO with --log-output)')
     a('--start-timeout', '--start_timeout', type=_positive, default=60, metavar='S', help='seconds to wait for the kernel to start (default: 60)')
     a('--execution-timeout', '--timeout', dest='execution_timeout', type=_positive, default=None, metavar='S',
-      help='seconds allowed per cell; the cell is interrupted and the run fails (default: no limit)')
+      help='seconds allowed per cell; the cell is interrupted and the run fails (default: no limit). In-process, a cell '
+           'blocked in C code cannot be interrupted: the run is killed 3 s later (exit 137); -k python3 kills only its kernel')
     a('--report-mode', action=_OnOff, off=['--no-report-mode'], default=False, help='hide the input of code cells in the output (default: off)')
     a('--allow-errors', action='store_true', help='run every cell even after an error, no banner, exit 0 (default: stop at the first error)')
     a('--jupyter-url', default=os.environ.get('JUPYTER_URL'), help='a Jupyter Server / Enterprise Gateway for remote kernels (default: $JUPYTER_URL)')

@@ -244,6 +244,15 @@ def test_execution_timeout_fails_the_cell(tmp_path):
     assert r.returncode == 1 and 'cell 1 (id c0) failed: ExecutionTimeout' in r.stderr
     assert read(tmp_path / 'out.ipynb').cells[2].outputs[-1].ename == 'ExecutionTimeout'  # after the banner and the anchor
 
+def test_a_cell_blocked_in_c_past_its_timeout_ends_an_in_process_run(tmp_path):
+    src = mk_nb(tmp_path / 'in.ipynb', 'print("first")', 'import itertools\nsum(itertools.repeat(1, 10**12))', 'print("never")')
+    r = hb(src, tmp_path / 'out.ipynb', '--timeout', '1')  # nothing in this process can stop that C loop: the watchdog kills it
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert r.stderr.splitlines()[-1].startswith('headlesnb: cell 2 (id c1) is still running 3s past its 1s timeout: it is blocked in C code')
+    assert texts(read(tmp_path / 'out.ipynb').cells[0]) == 'first\n'  # the cells before it were written
+    r = hb(src, tmp_path / 'out.ipynb', '--timeout', '1', '-k', 'python3')  # a kernel process is killed instead, and the run reports it
+    assert r.returncode == 1 and 'cell 2 (id c1) failed: ExecutionTimeout' in r.stderr
+
 def _interrupt(tmp_path, body, sig):
     src = mk_nb(tmp_path / 'in.ipynb', 'print("first")', f'print("started", flush=True)\n{body}', 'print("never")')
     out = tmp_path / 'out.ipynb'
