@@ -521,9 +521,9 @@ def _outcome(self, r, done:bool, timeout) -> tuple[list, str]:
     stop = next((o for o in outs if o['output_type'] == 'error' and o['ename'] in ('KeyboardInterrupt', 'CancelledError')), None)
     outs = [o for o in outs if o is not stop]
     timed_out = r.reason == 'timeout'
-    if not done: msg = (f"The cell {f'timed out after {timeout:g}s and ' if timed_out else ''}could not be interrupted: it is blocked "
+    if not done: msg = (f"The cell {f'timed out after {round(timeout, 2):g}s and ' if timed_out else ''}could not be interrupted: it is blocked "
                         "in C code (sleep, I/O, a C extension). The kernel is stuck until that call returns: restart it.")
-    else: msg = f'The cell timed out after {timeout:g}s and was interrupted.' if timed_out else 'The cell was interrupted.'
+    else: msg = f'The cell timed out after {round(timeout, 2):g}s and was interrupted.' if timed_out else 'The cell was interrupted.'
     ename = 'ExecutionTimeout' if timed_out else 'KeyboardInterrupt'
     return outs + [_error(ename, msg, stop['traceback'][:-1] if stop else [])], r.reason
 

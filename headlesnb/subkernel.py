@@ -349,14 +349,14 @@ def _result(self, client, cell, task, reason, outcome, why, timeout, started) ->
         outs.append(_error('DeadKernelError', f'The kernel died while running this cell ({what}).{fresh}', tail))
         status = 'dead'
     elif outcome == 'killed':
-        how = f'timed out after {timeout:g}s and ' if reason == 'timeout' else 'was interrupted but '
+        how = f'timed out after {round(timeout, 2):g}s and ' if reason == 'timeout' else 'was interrupted but '
         outs.append(_error('ExecutionTimeout' if reason == 'timeout' else 'KeyboardInterrupt',
                            f'The cell {how}did not stop within {self.stop_grace:g}s (blocked in C code?): its kernel was killed.{fresh}'))
         status = reason
     elif reason:  # stopped by the interrupt
         status = reason
         if reason == 'timeout':
-            err = _error('ExecutionTimeout', f'The cell timed out after {timeout:g}s and was interrupted.', kbi['traceback'][:-1] if kbi else [])
+            err = _error('ExecutionTimeout', f'The cell timed out after {round(timeout, 2):g}s and was interrupted.', kbi['traceback'][:-1] if kbi else [])
             if kbi is not None: outs[outs.index(kbi)] = err
             else: outs.append(err)
         elif kbi is None: outs.append(_error('KeyboardInterrupt', 'The cell was interrupted.'))  # a kernel that showed nothing (bash)
