@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import nbformat
 import headlesnb
+from fastcore.xtras import dict2obj
 from .errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelError, NotFoundError
-from .document import atomic_write
+from .document import atomic_write, dump_nb
 from fastcore.basics import patch
 from .base import kernel_for_notebook, make_kernel, asked_exit, run_timing, apply_display_updates
 from .kernel import RunResult
@@ -117,11 +117,15 @@ def _new_id(nb) -> str:
     while (i := uuid.uuid4().hex[:8]) in taken: pass
     return i
 
+def _node(d):
+    "`d` with attribute access throughout, as nbformat's NotebookNode (importing nbformat can cost a second: see below)"
+    return dict2obj(d, list_func=list)
+
 def _new_cell(nb, cell_type:str, source:str, tags:list):
     "A cell for `nb` (a fresh id), built directly: nbformat's `new_code_cell` compiles its JSON schema, 0.1 s a process"
     c = dict(cell_type=cell_type, id=_new_id(nb), metadata={'tags': tags}, source=source)
     if cell_type == 'code': c.update(execution_count=None, outputs=[])
-    return nbformat.from_dict(c)
+    return _node(c)
 
 def inject_parameters(nb, params:dict, report_mode:bool=False, language:str|None=None):
     "Put `params` in a code cell tagged `injected-parameters`, where papermill puts it"
@@ -173,27 +177,41 @@ def _short(e) -> str:
 
 def dumps_notebook(nb) -> str:
     "Notebook JSON text, as `nbformat.writes` gives it (without its validation pass)"
-    return nbformat.v4.writes_json(nb)
+    return dump_nb(nb)
+
+def _older(nb:dict, name:str) -> dict:
+    "A notebook in a format before 4, converted by nbformat (imported here: it is slow to import)"
+    import nbformat
+    try: return nbformat.convert(nbformat.reader.reads(json.dumps(nb)), 4)
+    except Exception as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
+
+def _joined(s):
+    "A multi-line string field as nbformat keeps it in memory"
+    return ''.join(s) if isinstance(s, list) and all(isinstance(x, str) for x in s) else s
 
 def parse_notebook(data, name:str='<notebook>'):
     "A NotebookNode from notebook JSON (`bytes` or `str`); `CorruptFileError` naming `name` if it is not one"
     try: text = data.decode('utf-8') if isinstance(data, (bytes, bytearray)) else data
     except UnicodeDecodeError: raise CorruptFileError(f"{name}: not a notebook (not UTF-8 text)") from None
-    try: nb = nbformat.convert(nbformat.reader.reads(text), 4)
-    except Exception as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
+    try: nb = json.loads(text)
+    except ValueError as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
+    if isinstance(nb, dict) and nb.get('nbformat') != 4: nb = _older(nb, name)
     cells = nb.get('cells') if isinstance(nb, dict) else None
     if not isinstance(cells, list) or not isinstance(nb.get('metadata'), dict):
         raise CorruptFileError(f"{name}: not a Jupyter notebook (a 'cells' list and 'metadata' expected)")
     for i, c in enumerate(cells):
-        if not isinstance(c, dict) or c.get('cell_type') not in ('code', 'markdown', 'raw') or not isinstance(c.get('source', ''), str):
+        if not isinstance(c, dict) or c.get('cell_type') not in ('code', 'markdown', 'raw') or not isinstance(_joined(c.get('source', '')), str):
             raise CorruptFileError(f"{name}: cell {i + 1} is not a valid notebook cell")
-        c.setdefault('metadata', nbformat.NotebookNode())
+        c['source'] = _joined(c.get('source', ''))
+        c.setdefault('metadata', {})
         if c['cell_type'] == 'code': c.setdefault('outputs', []); c.setdefault('execution_count', None)
-    nb = nbformat.v4.upgrade(nb) or nb
+    nb = _node(nb)
+    nb['nbformat_minor'] = max(nb.get('nbformat_minor', 0), 5)  # 4.5: every cell has an id
     for c in nb.cells:
+        if not isinstance(c.get('id'), str) or not c['id']: c['id'] = _new_id(nb)
         c.metadata.setdefault('tags', [])
-        c.metadata.setdefault('papermill', nbformat.NotebookNode())
-    nb.metadata.setdefault('papermill', nbformat.from_dict(dict(default_parameters={}, parameters={}, environment_variables={})))
+        c.metadata.setdefault('papermill', _node({}))
+    nb.metadata.setdefault('papermill', _node(dict(default_parameters={}, parameters={}, environment_variables={})))
     return nb
 
 def load_notebook(path):
@@ -276,14 +294,6 @@ def _jupyter_time(s) -> str: return s if isinstance(s, str) else _iso(s).replace
 def _error_output(ename:str, evalue:str, tb:list=()) -> dict:
     return {'output_type': 'error', 'ename': ename, 'evalue': evalue, 'traceback': [*tb, f'{ename}: {evalue}']}
 
-def _joined(o:dict) -> nbformat.NotebookNode:
-    "An output as nbformat keeps it in memory (multi-line strings joined)"
-    o = dict(o)
-    if isinstance(o.get('text'), list): o['text'] = ''.join(o['text'])
-    if isinstance(o.get('data'), dict): o['data'] = {k: ''.join(v) if isinstance(v, list) and all(isinstance(x, str) for x in v) else v
-                                                   for k, v in o['data'].items()}
-    return nbformat.from_dict(o)
-
 _DEAD = ('DeadKernelError', 'KernelDied', 'KernelDiedError')
 
 def _dead(res) -> bool:
@@ -296,7 +306,7 @@ _PY_INFO = dict(codemirror_mode={'name': 'ipython', 'version': 3}, file_extensio
 @dataclass
 class RunReport:
     "How a run ended"
-    nb: nbformat.NotebookNode
+    nb: dict                      # the notebook (attribute access, as nbformat's NotebookNode)
     status: str = 'ok'            # ok | failed | interrupted | dead
     failure: dict|None = None     # the failing cell: cell_index, cell_id, exec_count, source, ename, evalue, traceback
     errors: list = field(default_factory=list)  # every failing cell (more than one only with allow_errors)
@@ -413,7 +423,7 @@ def _watch(self:_Run, stop:threading.Event):
             self._stream_live()
             if self.autosave_every and time.monotonic() - self.saved_at >= self.autosave_every:
                 live = _live(self.kernel)
-                self.current.outputs = [_joined({'output_type': 'stream', 'name': n, 'text': t}) for n, t in live.items() if t]
+                self.current.outputs = [_node({'output_type': 'stream', 'name': n, 'text': t.splitlines(True)}) for n, t in live.items() if t]
                 self.save(force=True)
 
 # %% ../nbs/22_run.ipynb #f5cac7e0
@@ -464,7 +474,7 @@ def _partial(self:_Run) -> list:
 def _store(self:_Run, cell, res):
     "Put a run's outputs, count and Jupyter timing into the cell"
     with self.lock:
-        cell.outputs = [_joined(o) for o in res.outputs]
+        cell.outputs = [_node(o) for o in res.outputs]  # in the file's form, as kernels give them
         cell.execution_count = res.execution_count
         cell.metadata['execution'] = run_timing(res)
         apply_display_updates(self.nb.cells, res.display_updates)
@@ -536,7 +546,7 @@ def _start(self:_Run):
     self.t0 = t
     for c in self.nb.cells:
         if c.cell_type == 'code': c.execution_count, c.outputs = None, []
-        c.metadata['papermill'] = nbformat.from_dict(dict(exception=None, start_time=None, end_time=None, duration=None, status='pending'))
+        c.metadata['papermill'] = _node(dict(exception=None, start_time=None, end_time=None, duration=None, status='pending'))
 
 @patch
 def _finish(self:_Run, rep:RunReport):
@@ -596,7 +606,7 @@ def _prepare(input_path, output_path, parameters, report_mode, language, kernel_
     params = dict(parameters or {})
     input_path, output_path = (str(p) if isinstance(p, Path) else p for p in (input_path, output_path))
     input_path, output_path = _format_path(input_path, params), _format_path(output_path, params)
-    if isinstance(input_path, nbformat.NotebookNode): nb = parse_notebook(dumps_notebook(input_path), 'the input notebook')
+    if isinstance(input_path, dict): nb = parse_notebook(json.dumps(input_path), 'the input notebook')
     elif isinstance(input_path, str): nb = load_notebook(input_path)
     else: raise BadArgumentError(f"input_path must be a path, '-' or a NotebookNode, not {type(input_path).__name__}")
     if params:
@@ -650,7 +660,8 @@ def execute_notebook(input_path, output_path, parameters=None, engine_name=None,
     if rep.status == 'interrupted': raise KeyboardInterrupt
     if rep.status == 'dead': raise DeadKernelError(f"the kernel died in cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']})")
     if rep.status == 'failed': raise NotebookExecutionError(**rep.failure)
-    return rep.nb
+    import nbformat  # callers get a NotebookNode as papermill returns it (text joined in memory)
+    return nbformat.reads(dumps_notebook(rep.nb), as_version=4, capture_validation_error={})
 
 # %% ../nbs/22_run.ipynb #46f180a8
 class _OnOff(argparse.Action):

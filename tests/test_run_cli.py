@@ -294,6 +294,16 @@ def test_corrupt_or_missing_input_leaves_the_output_untouched(tmp_path):
     r = hb(mk_nb(tmp_path / 'ok.ipynb', 'open("ran", "w").close()'), tmp_path)  # an output that is a folder: refused before running
     assert r.returncode == 2 and 'is a folder' in r.stderr and not (tmp_path / 'ran').exists()
 
+def test_older_formats_are_converted_and_the_output_is_valid_nbformat_4_5(tmp_path):
+    from nbformat import v3, validate
+    old = v3.new_notebook(worksheets=[v3.new_worksheet(cells=[v3.new_code_cell(input='print("old")'), v3.new_text_cell('markdown', source='# md')])])
+    (tmp_path / 'v3.ipynb').write_text(v3.writes_json(old))
+    r = hb(tmp_path / 'v3.ipynb', tmp_path / 'out.ipynb')
+    assert r.returncode == 0, r.stderr
+    nb = read(tmp_path / 'out.ipynb')
+    validate(nb)
+    assert (nb.nbformat, nb.nbformat_minor) == (4, 5) and texts(nb.cells[0]) == 'old\n' and all(c.id for c in nb.cells)
+
 def test_a_notebook_in_another_language_never_runs_as_python(tmp_path):
     src = mk_nb(tmp_path / 'r.ipynb', 'print("this is R")', metadata={'kernelspec': {'name': 'ir', 'display_name': 'R', 'language': 'R'}})
     (tmp_path / 'out.ipynb').write_text('precious')
