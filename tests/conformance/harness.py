@@ -184,8 +184,8 @@ _SUBS = [  # (pattern, replacement), applied to every string of every output, in
     (re.compile(r'/tmp/tmp[\w-]+'), '/tmp/TMP'),                           # tempfile names
     (re.compile(r'0x[0-9a-fA-F]{6,16}'), '0xADDR'),                        # memory addresses in reprs
     (re.compile(r'\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(\+\d\d:\d\d|Z)?'), 'DATETIME'),
-    (re.compile(r'(CPU times: |Wall time: |user |sys: |total: )[\d.]+ ?(ns|µs|us|ms|s|min)\b'), r'\1T'),
-    (re.compile(r'[\d.]+ ?(ns|µs|us|ms|s) ± [\d.]+ ?(ns|µs|us|ms|s) per loop \(mean ± std\. dev\. of \d+ runs?, [\d,]+ loops? each\)'), 'TIMEIT'),
+    (re.compile(r'(CPU times: |Wall time: |user |sys: |total: )[\d.]+(?:e[+-]\d+)? ?(ns|µs|us|ms|s|min)\b'), r'\1T'),
+    (re.compile(r'[\d.]+(?:e[+-]\d+)? ?(ns|µs|us|ms|s) ± [\d.]+(?:e[+-]\d+)? ?(ns|µs|us|ms|s) per loop \(mean ± std\. dev\. of \d+ runs?, [\d,]+ loops? each\)'), 'TIMEIT'),
     (re.compile(r'kernel-[0-9a-f-]{36}\.json'), 'kernel-ID.json'),         # connection files
     (re.compile(r'"(shell|iopub|stdin|control|hb)_port": \d+'), r'"\1_port": PORT'),  # %connect_info (a kernel process's ports)
     (re.compile(r'"key": "[0-9a-f-]+"'), '"key": "KEY"'),
