@@ -160,8 +160,9 @@ class NbDoc:
         self.dirty, self.version, self.save_error = False, 0, None
         # `_cv` (a leaf lock) guards dirty, version and the write bookkeeping: versions of the writes in flight,
         # the newest version renamed into place, and the newest known to be on disk (renamed, folder fsync'd)
-        self._cv, self._inflight, self._renamed, self._durable = threading.Condition(), [], 0, 0
-        self._disk = None, None  # (stat signature, sha1) of the file as we last read or wrote it
+        # (and how many threads are fsyncing the folder after a rename: the next write may start meanwhile)
+        self._cv, self._inflight, self._renamed, self._durable, self._syncing = threading.Condition(), [], 0, 0, 0
+        self._disk = None, None  # (stat signature, bytes) of the file as we last read or wrote it: comparing is cheaper than hashing at every write
         self._disk_lock = threading.Lock()  # guards `_disk`; renames happen under it, so nobody sees one half done
         self._dir, self._dfd, self._dir_mu = None, None, threading.Lock()  # the folder's (st_dev, st_ino) and a descriptor of it, pinned at the first look
         _open_docs.add(self)
@@ -253,7 +254,7 @@ def _read_nb(self:NbDoc) -> dict:
     fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
     with os.fdopen(fd, 'rb') as f: data = f.read()
     nb = parse_nb(data, self.path)
-    with self._disk_lock: self._disk = _sig(st), hashlib.sha1(data).digest()
+    with self._disk_lock: self._disk = _sig(st), data
     return nb
 
 # %% ../nbs/03_document.ipynb #89eacbd6
@@ -343,15 +344,15 @@ def dump(self:NbDoc) -> str:
 def changed_on_disk(self:NbDoc) -> bool:
     "Has someone else written the file since we last read or wrote it?"
     with self._disk_lock:  # a leaf lock: our own writers cannot rename between our look and our verdict
-        sig, digest = self._disk
+        sig, ours = self._disk
         try: dfd = self._open_dir(check=False)
         except FileNotFoundError: return False  # its folder is gone: the next save reports it
         st = self._lstat(dfd)
         if st is None or _sig(st) == sig: return False  # deleted (our next save writes it back), or untouched
         fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
-        with os.fdopen(fd, 'rb') as f: d = hashlib.sha1(f.read()).digest()
-        if d == digest:  # touched but not changed
-            self._disk = _sig(st), d
+        with os.fdopen(fd, 'rb') as f: d = f.read()
+        if d == ours:  # touched but not changed
+            self._disk = _sig(st), ours
             return False
         return True
 
@@ -383,8 +384,9 @@ def reload(self:NbDoc):
 # %% ../nbs/03_document.ipynb #b1c2d3e7
 @patch
 def _write(self:NbDoc, data:bytes, version:int) -> int:
-    "Write snapshot `version` into place unless a newer one is there; the newest version renamed into place, fsync'd"
-    if self.root is not None: check_in_root(self.root, self.path)
+    "Write snapshot `version` (fsync'd) into place unless a newer one is there; the newest version renamed into place (its folder not yet fsync'd)"
+    if self.root is not None and self.path.parent != self.root:  # (a file right in the root: the pinned folder checked below is the root)
+        check_in_root(self.root, self.path)
     dfd, tmp, name = self._open_dir(), None, self.path.name
     try:
         st = self._lstat(dfd)
@@ -397,15 +399,12 @@ def _write(self:NbDoc, data:bytes, version:int) -> int:
             while view: view = view[os.write(fd, view):]
             os.fsync(fd)
         finally: os.close(fd)
-        digest = hashlib.sha1(data).digest()
         with self._disk_lock:
             if version > self._renamed:
                 os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
                 tmp, self._renamed = None, version
-                self._disk = _sig(os.stat(name, dir_fd=dfd, follow_symlinks=False)), digest
-            newest = self._renamed
-        os.fsync(dfd)  # the rename (ours, or a newer one that landed first) is durable once its folder is
-        return newest
+                self._disk = _sig(os.stat(name, dir_fd=dfd, follow_symlinks=False)), data
+            return self._renamed
     finally:
         if tmp is not None:
             try: os.unlink(tmp, dir_fd=dfd)
@@ -422,12 +421,20 @@ def _write_now(self:NbDoc, force:bool=False):
                                 "(reload to discard our edits, or save with force=True)")
         data, version = self.dump().encode(), self.version
         with self._cv: self._inflight.append(version)
-    ok = False
-    try: newest = self._write(data, version); ok = True
+    try: newest = self._write(data, version)
+    except BaseException:
+        with self._cv: self._inflight.remove(version); self._cv.notify_all()
+        raise
+    with self._cv:  # the next write may start while this one's folder is fsync'd
+        self._inflight.remove(version); self._syncing += 1; self._cv.notify_all()
+    synced = False
+    try:
+        os.fsync(self._open_dir(check=False))  # the rename (ours, or a newer one that landed first) is durable once its folder is
+        synced = True
     finally:
         with self._cv:
-            self._inflight.remove(version)
-            if ok:
+            self._syncing -= 1
+            if synced:
                 self._durable = max(self._durable, newest)
                 if self._durable >= self.version: self.dirty = False
             self._cv.notify_all()
@@ -439,7 +446,8 @@ def commit(self:NbDoc, version:int|None=None, force:bool=False):
     if version is None: version = self.version
     while True:
         with self._cv:
-            while self._durable < version and (len(self._inflight) >= WRITERS or any(v >= version for v in self._inflight)):
+            while self._durable < version and (len(self._inflight) >= WRITERS or any(v >= version for v in self._inflight)
+                                               or (self._syncing and self._renamed >= version)):
                 self._cv.wait()
             if self._durable >= version: return
         self._write_now(force)
