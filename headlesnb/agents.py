@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['TASK_TYPES', 'STATES', 'LIVE', 'FINISHED', 'SESSION_FILES', 'SCOPE_DIR', 'TYPE_TEMPLATES', 'WHEN_TO_SPAWN', 'GLYPHS',
-           'NEEDS_INPUT', 'POLL_KEYS', 'check_id', 'id_key', 'parent_of', 'tmux_name', 'find_root', 'write_text',
-           'read_text', 'SessionStore', 'contract', 'AgentManager', 'poll_json']
+           'NEEDS_INPUT', 'POLL_KEYS', 'check_id', 'id_key', 'parent_of', 'tmux_name', 'find_root', 'write_new',
+           'write_text', 'read_text', 'SessionStore', 'contract', 'AgentManager', 'poll_json']
 
 # %% ../nbs/15_agents.ipynb #54b50bcb
-import fcntl, os, re, shutil, tempfile, time
+import fcntl, os, re, secrets, shutil, tempfile, time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -50,18 +50,26 @@ def find_root(start='.') -> Path:
     return p
 
 # %% ../nbs/15_agents.ipynb #eee1c3d1
+def write_new(path, text:str, durable:bool=False):
+    "Create `path` (it must not exist) holding `text`, mode 0644 less the umask (`durable`: fsync it); a failed write leaves no file"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    ok = False
+    try:  # (plain `os` calls: a spawn writes a dozen files, and Python's file objects make twice the system calls)
+        view = memoryview(text.encode('utf-8'))
+        while view: view = view[os.write(fd, view):]
+        if durable: os.fsync(fd)
+        ok = True
+    finally:
+        os.close(fd)
+        if not ok: os.unlink(path)
+
 def write_text(path:Path, text:str, durable:bool=False):
     "Replace `path` with `text` atomically (`durable`: fsync first)"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
-            if durable: f.flush(); os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+    tmp = Path(path).parent / f'.{Path(path).name}.{secrets.token_hex(6)}.tmp'
+    write_new(tmp, text, durable)
+    try: os.replace(tmp, path)
     except BaseException:
-        try: os.unlink(tmp)
-        except FileNotFoundError: pass
+        os.unlink(tmp)
         raise
 
 def read_text(path:Path) -> str:
@@ -109,10 +117,11 @@ class SessionStore:
     def lock(self, id:str|None=None):
         "An exclusive lock across processes: scope's id lock, or (with `id`) one session's state lock"
         p = self.dir / 'next_id.lock' if id is None else self.path(id) / '.lock'
-        with open(p, 'a') as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            try: yield
-            finally: fcntl.flock(f, fcntl.LOCK_UN)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally: os.close(fd)  # (closing the last descriptor releases the lock)
 
 # %% ../nbs/15_agents.ipynb #7c137460
 @patch
@@ -135,7 +144,7 @@ def create(self:SessionStore, parent:str, files:dict, fill=None) -> str:
     self.ensure()
     tmp = Path(tempfile.mkdtemp(dir=self.sessions, prefix='.new-'))
     try:
-        for name, text in files.items(): (tmp / name).write_text(text, encoding='utf-8')
+        for name, text in files.items(): write_new(tmp / name, text)
         with self.lock():
             id = self._next_id(parent)
             if fill: fill(id, tmp)
@@ -392,7 +401,7 @@ def spawn(self:AgentManager, task:str, task_type:str='implement', agent:str='dia
     files = dict(task=task.strip(), task_type=task_type, agent=agent, parent=parent, state='pending', activity='', result='',
                  created_at=datetime.now().isoformat(), inputs='\n'.join(ins), runner='dialog' if agent == 'dialog' else 'command')
     def fill(id, folder):
-        (folder / 'tmux').write_text('' if agent == 'dialog' or not self._tmux_on() else tmux_name(id))
+        write_new(folder / 'tmux', '' if agent == 'dialog' or not self._tmux_on() else tmux_name(id))
     id = self.store.create(parent, files, fill)
     try: self._start(id, spec, worktree)
     except Exception as e:

@@ -316,8 +316,28 @@ def _plain_schema(fn, name) -> dict:
     desc = inspect.getdoc(fn) or f'{name}{sig}'
     return {'name': name, 'description': desc, 'input_schema': schema}
 
+_SCHEMAS = {}  # _schema_key -> schema: reading a function's source for it takes ~5 ms, and each agent makes the same closures
+
+def _schema_key(fn, name):
+    "What the schema of `fn` is made of (its code, doc, defaults and annotations, through any wrappers), or None if it has no code"
+    key, f = [name or getattr(fn, '__name__', None), inspect.ismethod(fn)], fn
+    while f is not None:
+        f = getattr(f, '__func__', f)
+        if not hasattr(f, '__code__'): return None
+        key.append((f.__code__, f.__doc__, repr(f.__defaults__), repr(f.__kwdefaults__), repr(getattr(f, '__annotations__', None))))
+        f = getattr(f, '__wrapped__', None)
+    return tuple(key)
+
 def tool_schema(fn, name:str|None=None) -> dict:
     "Anthropic tool schema `{name, description, input_schema}` of `fn` (a dict schema is passed through)"
+    if not isinstance(fn, dict) and (key := _schema_key(fn, name)) is not None:
+        if key not in _SCHEMAS:
+            if len(_SCHEMAS) > 1000: _SCHEMAS.clear()  # (closures with unusual defaults could make new keys each time)
+            _SCHEMAS[key] = _tool_schema(fn, name)
+        return copy.deepcopy(_SCHEMAS[key])
+    return _tool_schema(fn, name)
+
+def _tool_schema(fn, name:str|None=None) -> dict:
     if isinstance(fn, dict):
         d = dict(fn)
         if 'parameters' in d and 'input_schema' not in d: d['input_schema'] = d.pop('parameters')
