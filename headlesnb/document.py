@@ -145,8 +145,8 @@ def _flush_all():
 
 # %% ../nbs/03_document.ipynb #553117a7
 def _sig(st): return (st.st_mtime_ns, st.st_size, st.st_ino)
-WRITERS = 1  # writes of one document in flight at once: edits made meanwhile share the next one (bench_server: 0.51-0.53x
-            # non-durable throughput with 4 clients, 0.45-0.48x with 4 writers, each client then writing its own snapshot)
+WRITERS = 1  # writes of one document in flight at once: edits made meanwhile share the next one (bench_server: 0.53-0.63x
+            # non-durable throughput with 4 clients; 0.45-0.48x with 4 writers, each client then writing its own snapshot)
 _NOFOLLOW = getattr(os, 'O_NOFOLLOW', 0)
 
 class NbDoc:
