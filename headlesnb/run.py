@@ -20,7 +20,7 @@ from pathlib import Path
 import headlesnb
 from fastcore.xtras import dict2obj
 from .errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelError, NotFoundError
-from .document import atomic_write, dump_nb
+from .document import atomic_write, check_nb, dump_nb
 from fastcore.basics import patch
 from .base import kernel_for_notebook, make_kernel, asked_exit, run_timing, apply_display_updates
 from .kernel import RunResult
@@ -185,10 +185,6 @@ def _older(nb:dict, name:str) -> dict:
     try: return nbformat.convert(nbformat.reader.reads(json.dumps(nb)), 4)
     except Exception as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
 
-def _joined(s):
-    "A multi-line string field as nbformat keeps it in memory"
-    return ''.join(s) if isinstance(s, list) and all(isinstance(x, str) for x in s) else s
-
 def parse_notebook(data, name:str='<notebook>'):
     "A NotebookNode from notebook JSON (`bytes` or `str`); `CorruptFileError` naming `name` if it is not one"
     try: text = data.decode('utf-8') if isinstance(data, (bytes, bytearray)) else data
@@ -196,19 +192,8 @@ def parse_notebook(data, name:str='<notebook>'):
     try: nb = json.loads(text)
     except ValueError as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
     if isinstance(nb, dict) and nb.get('nbformat') != 4: nb = _older(nb, name)
-    cells = nb.get('cells') if isinstance(nb, dict) else None
-    if not isinstance(cells, list) or not isinstance(nb.get('metadata'), dict):
-        raise CorruptFileError(f"{name}: not a Jupyter notebook (a 'cells' list and 'metadata' expected)")
-    for i, c in enumerate(cells):
-        if not isinstance(c, dict) or c.get('cell_type') not in ('code', 'markdown', 'raw') or not isinstance(_joined(c.get('source', '')), str):
-            raise CorruptFileError(f"{name}: cell {i + 1} is not a valid notebook cell")
-        c['source'] = _joined(c.get('source', ''))
-        c.setdefault('metadata', {})
-        if c['cell_type'] == 'code': c.setdefault('outputs', []); c.setdefault('execution_count', None)
-    nb = _node(nb)
-    nb['nbformat_minor'] = max(nb.get('nbformat_minor', 0), 5)  # 4.5: every cell has an id
+    nb = _node(check_nb(nb, name))  # (4.5: every cell has an id)
     for c in nb.cells:
-        if not isinstance(c.get('id'), str) or not c['id']: c['id'] = _new_id(nb)
         c.metadata.setdefault('tags', [])
         c.metadata.setdefault('papermill', _node({}))
     nb.metadata.setdefault('papermill', _node(dict(default_parameters={}, parameters={}, environment_variables={})))
@@ -742,8 +727,8 @@ def run_parser() -> argparse.ArgumentParser:
            'blocked in C code cannot be interrupted: the run is killed 3 s later (exit 137); -k python3 kills only its kernel')
     a('--report-mode', action=_OnOff, off=['--no-report-mode'], default=False, help='hide the input of code cells in the output (default: off)')
     a('--allow-errors', action='store_true', help='run every cell even after an error, no banner, exit 0 (default: stop at the first error)')
-    a('--jupyter-url', default=os.environ.get('JUPYTER_URL'), help='a Jupyter Server / Enterprise Gateway for remote kernels (default: $JUPYTER_URL)')
-    a('--jupyter-token', default=os.environ.get('JUPYTER_TOKEN'), help='its token (default: $JUPYTER_TOKEN)')
+    from headlesnb.cli import add_remote_args  # (here: `import headlesnb` imports this module, and `python -m headlesnb.cli` must find cli not yet imported)
+    add_remote_args(p)
     a('--version', action='version', version=f'headlesnb {headlesnb.__version__}')
     a('--status-file', help=argparse.SUPPRESS)  # a child of --jobs reports its run here
     return p
