@@ -8,7 +8,7 @@ __all__ = ['HOOK_COMMAND', 'HOOK_EVENTS', 'AGENT_COMMANDS', 'claude_activity', '
            'visible_forest', 'tui_classes', 'agents_app', 'run_tui', 'transcript_text']
 
 # %% ../nbs/29_agents_ui.ipynb #06c7b69b
-import argparse, json, os, sys, threading
+import argparse, gc, json, os, sys, threading
 from pathlib import Path
 from .errors import *
 from .agents import AgentManager, SessionStore, check_id, find_root, write_text, read_text, LIVE, FINISHED, TASK_TYPES, poll_json, NEEDS_INPUT, GLYPHS
@@ -300,6 +300,7 @@ def tui_classes() -> dict:
             tree.focus(); tree.cursor_line = 0
             threading.Thread(target=self._watch, name='headlesnb-agents-watch', daemon=True).start()
             if self.check_every: self.set_interval(self.check_every, self._check)
+            gc.freeze()  # what is loaded now lives as long as the app: full collections stop walking it (60-90 ms pauses in repaints)
 
         def on_unmount(self): self._stop.set()
 
