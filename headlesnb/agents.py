@@ -8,7 +8,7 @@ __all__ = ['TASK_TYPES', 'STATES', 'LIVE', 'FINISHED', 'SESSION_FILES', 'SCOPE_D
            'write_text', 'read_text', 'SessionStore', 'contract', 'AgentManager', 'poll_json']
 
 # %% ../nbs/15_agents.ipynb #54b50bcb
-import fcntl, os, re, secrets, shutil, tempfile, time
+import fcntl, os, re, secrets, shutil, stat, tempfile, time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -50,11 +50,12 @@ def find_root(start='.') -> Path:
     return p
 
 # %% ../nbs/15_agents.ipynb #eee1c3d1
-def write_new(path, text:str, durable:bool=False):
-    "Create `path` (it must not exist) holding `text`, mode 0644 less the umask (`durable`: fsync it); a failed write leaves no file"
+def write_new(path, text:str, durable:bool=False, mode:int|None=None):
+    "Create `path` (it must not exist) holding `text`, with `mode` (default 0644 less the umask; `durable`: fsync it); a failed write leaves no file"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     ok = False
     try:  # (plain `os` calls: a spawn writes a dozen files, and Python's file objects make twice the system calls)
+        if mode is not None: os.fchmod(fd, mode)
         view = memoryview(text.encode('utf-8'))
         while view: view = view[os.write(fd, view):]
         if durable: os.fsync(fd)
@@ -64,9 +65,11 @@ def write_new(path, text:str, durable:bool=False):
         if not ok: os.unlink(path)
 
 def write_text(path:Path, text:str, durable:bool=False):
-    "Replace `path` with `text` atomically (`durable`: fsync first)"
+    "Replace `path` with `text` atomically, keeping its mode if it exists (`durable`: fsync first)"
     tmp = Path(path).parent / f'.{Path(path).name}.{secrets.token_hex(6)}.tmp'
-    write_new(tmp, text, durable)
+    try: mode = stat.S_IMODE(os.stat(path).st_mode)  # (a private file, such as Claude Code's settings, stays private)
+    except FileNotFoundError: mode = None
+    write_new(tmp, text, durable, mode)
     try: os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
