@@ -320,9 +320,10 @@ def test_log_output_streams_from_a_kernel_process(tmp_path):
     assert p.wait(60) == 0 and 'Executing notebook with kernel: python3' in seen
     assert seen['b'] - seen['a'] > 1.0  # "a" was shown while the cell still ran
 
-def test_a_dead_kernel_exits_138_and_the_cell_gets_the_error(tmp_path):
+@pytest.mark.parametrize('kernel', ['python3', 'inprocess'])  # in-process, os._exit ends the kernel, not the run
+def test_a_dead_kernel_exits_138_and_the_cell_gets_the_error(tmp_path, kernel):
     src = mk_nb(tmp_path / 'in.ipynb', 'print("alive")', 'import os\nos._exit(5)', 'print("never")')
-    r = hb(src, tmp_path / 'out.ipynb', '-k', 'python3')
+    r = hb(src, tmp_path / 'out.ipynb', '-k', kernel)
     assert r.returncode == 138, r.stderr
     assert 'cell 2 (id c1) failed: the kernel died' in r.stderr
     nb = read(tmp_path / 'out.ipynb')

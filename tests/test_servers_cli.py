@@ -3,6 +3,7 @@
 - A busy port is one line and exit 1; Ctrl-C (SIGINT) ends a server quietly with 130, for every transport.
 - With `--kernel python3` every dialog has its own kernel process: a runaway cell in one dialog does not hold up
   another, through the dialoghelper HTTP API and through the official MCP client, and can be interrupted.
+- With the default in-process kernel, a cell calling `os._exit` ends its kernel (a `DeadKernelError`), not the server.
 Servers are real subprocesses, stopped by PID at the end of each test (conftest's reaper).
 """
 import os, signal, socket, subprocess, sys, time
@@ -148,3 +149,15 @@ def test_mcp_runs_each_dialog_in_its_own_kernel_process(tmp_path):
             else: raise AssertionError("dialog a's cell was not interrupted")
     anyio.run(go)
     assert len(pids) == 2 and all(gone(p) for p in pids)  # the client closed: the server ended, and its kernels with it
+
+# ---------------------------------------------------------------- os._exit in a cell of the default (in-process) kernel
+def test_os_exit_in_an_in_process_dialog_ends_its_kernel_not_the_server(tmp_path):
+    with serve(tmp_path) as (call, proc):
+        call('create_dialog_', name='d')
+        call('add_relative_', dlg_name='d', msg_type='code', content='x = 1', run='true')
+        m = call('add_relative_', dlg_name='d', msg_type='code', content='import os\nos._exit(3)', run='true')['id']
+        out = poll(lambda: call('read_msg_', dlg_name='d', id_=m, n=0)['output'], 30, 'the os._exit cell answered')
+        assert 'DeadKernelError' in out and 'os._exit(3)' in out, out
+        n = call('add_relative_', dlg_name='d', msg_type='code', content='"x" in globals()', run='true')['id']
+        assert poll(lambda: call('read_msg_', dlg_name='d', id_=n, n=0)['output'], 30, 'the next cell').strip() == 'False'  # a new kernel
+        assert proc.poll() is None  # and the server lives on
