@@ -222,6 +222,21 @@ def normalise_outputs(outputs:list, wd) -> list:
         else: res.append(o)
     return res
 
+def streams_apart(run:dict) -> dict:
+    """`run` with each run of consecutive stream outputs reordered stdout first, then stderr (for kernel processes):
+    ipykernel sends stdout and stderr from separate buffers, each flushed on its own timer, so which of the two
+    comes first between two other outputs depends on timing (nbclient's own runs vary so on a loaded machine)"""
+    def reorder(outs):
+        res, i = [], 0
+        while i < len(outs):
+            j = i
+            while j < len(outs) and outs[j]['output_type'] == 'stream': j += 1
+            if j == i: res.append(outs[i]); i += 1
+            else: res += sorted(outs[i:j], key=lambda o: o['name'] != 'stdout'); i = j
+        return res
+    cells = [None if c is None else {**c, 'outputs': reorder(c['outputs'])} for c in run['cells']]
+    return {**run, 'cells': cells}
+
 def _no_images(o:dict) -> dict:
     if 'data' not in o: return o
     return {**o, 'data': {k: '<IMAGE>' if k.startswith('image/') else v for k, v in o['data'].items()}}
