@@ -331,10 +331,10 @@ def _schema_key(fn, name):
 def tool_schema(fn, name:str|None=None) -> dict:
     "Anthropic tool schema `{name, description, input_schema}` of `fn` (a dict schema is passed through)"
     if not isinstance(fn, dict) and (key := _schema_key(fn, name)) is not None:
-        if key not in _SCHEMAS:
+        if (s := _SCHEMAS.get(key)) is None:  # (one lookup: another thread may clear the cache meanwhile)
             if len(_SCHEMAS) > 1000: _SCHEMAS.clear()  # (closures with unusual defaults could make new keys each time)
-            _SCHEMAS[key] = _tool_schema(fn, name)
-        return copy.deepcopy(_SCHEMAS[key])
+            s = _SCHEMAS[key] = _tool_schema(fn, name)
+        return copy.deepcopy(s)
     return _tool_schema(fn, name)
 
 def _tool_schema(fn, name:str|None=None) -> dict:
