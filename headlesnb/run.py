@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['log', 'ERROR_MARKER_TAG', 'ERROR_MESSAGE_TEMPLATE', 'ERROR_ANCHOR_MSG', 'PapermillExecutionError', 'resolve_type',
            'collect_parameters', 'py_literal', 'parameters_source', 'first_tagged', 'inject_parameters',
-           'infer_parameters', 'dumps_notebook', 'parse_notebook', 'load_notebook', 'prepare_metadata',
-           'remove_error_markers', 'add_error_banner', 'notebook_language', 'make_run_kernel', 'NotebookExecutionError',
-           'DeadKernelError', 'RunReport', 'execute_notebook', 'run_parser', 'run_many', 'run_main']
+           'infer_parameters', 'parse_notebook', 'load_notebook', 'prepare_metadata', 'remove_error_markers',
+           'add_error_banner', 'notebook_language', 'make_run_kernel', 'NotebookExecutionError', 'DeadKernelError',
+           'RunReport', 'execute_notebook', 'run_parser', 'run_many', 'run_main']
 
 # %% ../nbs/22_run.ipynb #40b897bf
 import argparse, ast, base64, binascii, json, keyword, logging, math, os, platform, re
@@ -174,10 +174,6 @@ def infer_parameters(nb) -> list[dict]:
 def _short(e) -> str:
     s = ' '.join(str(e).split())
     return s if len(s) <= 160 else s[:160] + '...'
-
-def dumps_notebook(nb) -> str:
-    "Notebook JSON text, as `nbformat.writes` gives it (without its validation pass)"
-    return dump_nb(nb)
 
 def _older(nb:dict, name:str) -> dict:
     "A notebook in a format before 4, converted by nbformat (imported here: it is slow to import)"
@@ -416,7 +412,7 @@ def _watch(self:_Run, stop:threading.Event):
 def save(self:_Run, force:bool=False):
     if self.save_fn is None: return
     if not force and (not self.incremental or time.monotonic() - self.saved_at < self.save_gap): return
-    with self.lock: text = dumps_notebook(self.nb)
+    with self.lock: text = dump_nb(self.nb)
     self.save_fn(text)
     self.saved_at = time.monotonic()
 
@@ -616,7 +612,7 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
         save = _stdout_writer() if output_path == '-' else _file_writer(Path(output_path).expanduser().resolve())
     incremental = request_save_on_cell_execute and output_path != '-'
     if prepare_only:
-        if save: save(dumps_notebook(nb))
+        if save: save(dump_nb(nb))
         return RunReport(nb, total=sum(c.cell_type == 'code' for c in nb.cells))
     if cwd is None: cwd = Path(input_path).expanduser().resolve().parent if isinstance(input_path, str) and input_path != '-' else Path.cwd()
     else: log.info(f"Working directory: {cwd}")
@@ -646,7 +642,7 @@ def execute_notebook(input_path, output_path, parameters=None, engine_name=None,
     if rep.status == 'dead': raise DeadKernelError(f"the kernel died in cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']})")
     if rep.status == 'failed': raise NotebookExecutionError(**rep.failure)
     import nbformat  # callers get a NotebookNode as papermill returns it (text joined in memory)
-    return nbformat.reads(dumps_notebook(rep.nb), as_version=4, capture_validation_error={})
+    return nbformat.reads(dump_nb(rep.nb), as_version=4, capture_validation_error={})
 
 # %% ../nbs/22_run.ipynb #46f180a8
 class _OnOff(argparse.Action):
