@@ -24,7 +24,7 @@ from .errors import *
 from .notebook import NotebookManager, cell_info
 from .base import make_kernel, run_info
 from .engine import Engine
-from .cli import add_kernel_args, bind, run_quietly
+from .options import add_kernel_args, bind, run_quietly
 from .security import Guard, MAX_BODY, bracket, is_loopback
 from .agents import AgentManager, poll_json
 from .utils import cap_text, check_str

@@ -24,6 +24,7 @@ from .document import atomic_write, check_nb, dump_nb
 from fastcore.basics import patch
 from .base import kernel_for_notebook, make_kernel, asked_exit, run_timing, apply_display_updates
 from .kernel import RunResult
+from .options import add_remote_args
 
 # %% ../nbs/22_run.ipynb #bfdd8cad
 log = logging.getLogger('headlesnb.run')
@@ -723,7 +724,6 @@ def run_parser() -> argparse.ArgumentParser:
            'blocked in C code cannot be interrupted: the run is killed 3 s later (exit 137); -k python3 kills only its kernel')
     a('--report-mode', action=_OnOff, off=['--no-report-mode'], default=False, help='hide the input of code cells in the output (default: off)')
     a('--allow-errors', action='store_true', help='run every cell even after an error, no banner, exit 0 (default: stop at the first error)')
-    from headlesnb.cli import add_remote_args  # (here: `import headlesnb` imports this module, and `python -m headlesnb.cli` must find cli not yet imported)
     add_remote_args(p)
     a('--version', action='version', version=f'headlesnb {headlesnb.__version__}')
     a('--status-file', help=argparse.SUPPRESS)  # a child of --jobs reports its run here

@@ -21,7 +21,7 @@ from fasthtml.common import FastHTML
 from .errors import *
 from .utils import strip_ansi
 from .engine import Engine
-from .cli import add_kernel_args, bind, run_quietly
+from .options import add_kernel_args, bind, run_quietly
 from .security import *
 from .agents import AgentManager, LIVE, NEEDS_INPUT, GLYPHS
 from .server import *
