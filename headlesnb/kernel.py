@@ -166,6 +166,12 @@ def _variable(name:str, pinfo:str, listed:dict|None) -> dict:
     d['inspection'] = cap_text(strip_ansi(pinfo), 4000)
     return d
 
+def _inspector():
+    "IPython's `x?` inspector, its section heads coloured as ipykernel's inspect_reply colours them (IPython 9 needs a theme)"
+    from IPython import version_info
+    from IPython.core.oinspect import Inspector
+    return Inspector(theme_name='linux') if version_info[0] >= 9 else Inspector()
+
 def namespace_variable(ns:dict, name:str) -> dict:
     "One variable (or dotted attribute) of namespace `ns`: type, string form, size and IPython's `x?` text"
     check_variable_name(name)
@@ -175,6 +181,5 @@ def namespace_variable(ns:dict, name:str) -> dict:
     for i, a in enumerate(rest):
         try: obj = getattr(obj, a)
         except Exception: raise NotFoundError(f"{'.'.join([head, *rest[:i]])} has no attribute {a!r}") from None
-    from IPython.core.oinspect import Inspector
-    text = Inspector()._get_info(obj, oname=name, detail_level=0)['text/plain']
+    text = _inspector()._get_info(obj, oname=name, detail_level=0)['text/plain']
     return _variable(name, text, None if rest else _VARS['_hnb_describe'](name, obj))
