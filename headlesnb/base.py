@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['Item', 'BaseManager', 'kernel_for_notebook', 'make_kernel', 'RunGate', 'run_timing', 'asked_exit', 'store_run',
-           'apply_display_updates', 'run_info', 'interrupt_on_cancel']
+           'apply_display_updates', 'run_info', 'interrupt_on_cancel', 'runs_cell']
 
 # %% ../nbs/09_base.ipynb #0dff7b59
 from fastcore.basics import patch
@@ -464,8 +464,21 @@ def _run_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -> dict:
     try:
         it, code, kernel = self._begin_run(name, cid)
         left = _left(timeout, t0)
-        return self._end_run(it, cid, _too_late(timeout, t0) if left == 0 else kernel.run(code, timeout=left))
+        started = utc_now()
+        try: res = _too_late(timeout, t0) if left == 0 else kernel.run(code, timeout=left)
+        except KeyboardInterrupt:  # Ctrl-C in this (main) thread, through a kernel that lets it out: the cell stops, what it showed is kept
+            self._end_run(it, cid, _interrupted(kernel, started))
+            raise
+        return self._end_run(it, cid, res)
     finally: gate.release()
+
+def _interrupted(kernel, started:str) -> RunResult:
+    "A run stopped by Ctrl-C: the outputs so far and a KeyboardInterrupt"
+    outs = kernel.live_outputs()
+    kernel.interrupt()
+    msg = 'The cell was interrupted.'
+    return RunResult([*outs, {'output_type': 'error', 'ename': 'KeyboardInterrupt', 'evalue': msg, 'traceback': [f'KeyboardInterrupt: {msg}']}],
+                     None, 'interrupted', started, utc_now())
 
 async def _gated(gate, kernel, coro):
     "Await `coro` (a run holding `gate`), shielded: a cancelled caller interrupts `kernel`; the gate is let go when the run ends"
@@ -577,25 +590,38 @@ def _restart(self:BaseManager, name) -> dict:
     if it.kernel is not None: it.kernel.restart(); self._kernel_started(it)
     return dict(name=it.name, restarted=it.kernel is not None)
 
+def _tags(c) -> list: return c['metadata'].get('tags') or []
+
+def runs_cell(cell) -> bool:
+    "Does nbclient run this cell? A code cell with code, not tagged `skip-execution` (it leaves the others as they are)"
+    return cell['cell_type'] == 'code' and bool(cell['source'].strip()) and 'skip-execution' not in _tags(cell)
+
 @patch
 def _run_all(self:BaseManager, name, allow_errors:bool=False, timeout:float|None=None, progress=None) -> dict:
-    """Run every code cell in order, as nbclient does: cells tagged `skip-execution` are skipped, an error in a
-    cell tagged `raises-exception` is expected; stops at the first other failure unless `allow_errors`"""
+    """Run every code cell in order, as nbclient does: a cell it does not run (empty, or tagged `skip-execution`) keeps
+    its outputs and count; an error in a cell tagged `raises-exception` is expected; the run stops at the first other
+    failure unless `allow_errors`, and whatever it allows when the kernel dies or the run is interrupted"""
     with self.edit(name) as it:
-        tags = lambda c: c['metadata'].get('tags') or []
-        todo = [(c['id'], 'skip-execution' in tags(c), 'raises-exception' in tags(c)) for c in it.doc.cells if c['cell_type'] == 'code']
+        plan = [(c['id'], c['cell_type'] == 'code', runs_cell(c), 'raises-exception' in _tags(c)) for c in it.doc.cells]
+    total = sum(p[1] for p in plan)
     ran, skipped, errors = 0, 0, []
-    for n, (cid, skip, raises) in enumerate(todo):
-        if progress: progress(n, len(todo))
-        if skip: skipped += 1; continue
-        r = self._run_cell(it.name, cid, timeout)
-        ran += 1
-        if r['status'] != 'ok' and not (raises and r['status'] == 'error'):
-            errors.append(dict(index=r['index'], id=cid, status=r['status'], error=r.get('error')))
-            if not allow_errors: break
-        if r.get('exited'):  # exit(): the kernel is gone, as nbclient finds it at the next cell
-            if n + 1 < len(todo): errors.append(dict(index=r['index'], id=cid, status='dead', error=dict(
-                ename='DeadKernelError', evalue='the kernel exited (exit() in this cell): the cells after it did not run', traceback=[])))
-            break
-    if progress: progress(len(todo), len(todo))
-    return dict(status='error' if errors else 'ok', ran=ran, skipped=skipped, total=len(todo), errors=errors)
+    for cid, code, run, raises in plan:
+        if progress and code: progress(ran + skipped, total)
+        r = None
+        self._cell_turn(it, cid)
+        try:
+            if run: r = self._run_cell(it.name, cid, timeout); ran += 1
+            else: skipped += code
+        finally: self._cell_done(it, cid, r)
+        if r is None or r['status'] == 'ok' or (raises and r['status'] == 'error'): continue
+        errors.append(dict(index=r['index'], id=cid, status=r['status'], execution_count=r['execution_count'], error=r.get('error')))
+        if not allow_errors or r['status'] in ('dead', 'interrupted'): break
+    if progress: progress(total, total)
+    return dict(status='error' if errors else 'ok', ran=ran, skipped=skipped, total=total, errors=errors)
+
+@patch
+def _cell_turn(self:BaseManager, it:Item, cid:str): "Hook: `_run_all` comes to cell `cid` (any cell, run or not)"
+
+@patch
+def _cell_done(self:BaseManager, it:Item, cid:str, r:dict|None):
+    "Hook: `_run_all` is done with cell `cid`: `r` is its run's answer, None if it did not run (or was stopped by Ctrl-C)"

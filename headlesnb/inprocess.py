@@ -372,6 +372,7 @@ class InProcessKernel(Kernel):
         shell.user_ns.update(self._ns)
         self._ns, self._cwd, self._pid = {}, str(self.cwd) if self.cwd else _getcwd(), os.getpid()
         self._argv, self._displays, self._atexit = kernel_argv(), {}, _Atexit()
+        self._shown = []  # [output, its count, its index, its data when reported]: displays of earlier runs, for `display_updates`
         backend = (os.environ.get('MPLBACKEND') or INLINE_BACKEND) if self.mpl_format else os.environ.get('MPLBACKEND')
         self._env = {**KERNEL_ENV, 'MPLBACKEND': backend}
         if self.cwd and str(self.cwd) not in sys.path: sys.path.insert(0, str(self.cwd))
@@ -517,11 +518,26 @@ def _end(self, r, done:bool, n:int, started:str, timeout) -> RunResult:
     if done: shell._out = None  # stray writes after the run go nowhere (a stuck cell keeps writing to its own)
     count = n if not done or shell.execution_count > n else None
     payload = shell.take_payload() if done else []
-    if done and (shell.exit_requested or status == 'dead'):  # exit() or os._exit(): this kernel's process would end; Jupyter starts a new one
-        self._atexit.drop() if status == 'dead' else self._atexit.run()
+    updates = self._display_updates(outputs, count)
+    if done and status == 'dead':  # os._exit(): this kernel's process would end; Jupyter starts a new one
+        self._atexit.drop()
         _free(shell)
         self._shell, self._ns = None, {}
-    return RunResult(outputs, count, status, started, utc_now(), stuck=not done, payload=payload)
+    return RunResult(outputs, count, status, started, utc_now(), stuck=not done, payload=payload, display_updates=updates)
+
+@patch_to(InProcessKernel)
+def _display_updates(self, outputs:list, count) -> list:
+    "The displays of earlier runs that this run updated by id (the shell replaced their data in place); this run's displays noted"
+    live = {id(o) for os_ in self._displays.values() for o in os_}  # a cleared output no longer gets updates
+    self._shown = [s for s in self._shown if id(s[0]) in live]
+    updates = []
+    for s in self._shown:
+        o = s[0]
+        if o['data'] is not s[3]:
+            updates.append({'execution_count': s[1], 'output_index': s[2], 'data': o['data'], 'metadata': o.get('metadata', {})})
+            s[3] = o['data']
+    self._shown += [[o, count, i, o['data']] for i, o in enumerate(outputs) if id(o) in live]
+    return updates
 
 @patch_to(InProcessKernel)
 def _outcome(self, r, done:bool, timeout) -> tuple[list, str]:

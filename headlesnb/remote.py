@@ -17,7 +17,7 @@ from jupyter_client.jsonutil import extract_dates
 from jupyter_kernel_client.wsclient import KernelWebSocketClient, WSChannel, HBWSChannel
 
 from .errors import BadArgumentError, KernelError, NotFoundError
-from .subkernel import JupyterKernel, _Client, _first
+from .jupyterkernel import JupyterKernel, _Client, _first
 
 # %% ../nbs/08_remote.ipynb #6fa5e774
 class _LoopQueue:

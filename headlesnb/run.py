@@ -22,8 +22,7 @@ from fastcore.xtras import dict2obj
 from .errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelError, NotFoundError
 from .document import atomic_write, check_nb, dump_nb
 from fastcore.basics import patch
-from .base import kernel_for_notebook, make_kernel, asked_exit, run_timing, apply_display_updates
-from .kernel import RunResult
+from .base import BaseManager, Item, kernel_for_notebook, make_kernel, runs_cell
 from .options import add_remote_args
 
 # %% ../nbs/22_run.ipynb #bfdd8cad
@@ -271,16 +270,11 @@ class DeadKernelError(KernelError):
 # %% ../nbs/22_run.ipynb #109c6f71
 def _now() -> datetime: return datetime.now(timezone.utc)
 def _iso(t:datetime) -> str: return t.isoformat()
-def _jupyter_time(s) -> str: return s if isinstance(s, str) else _iso(s).replace('+00:00', 'Z')
 
 def _error_output(ename:str, evalue:str, tb:list=()) -> dict:
     return {'output_type': 'error', 'ename': ename, 'evalue': evalue, 'traceback': [*tb, f'{ename}: {evalue}']}
 
 _DEAD = ('DeadKernelError', 'KernelDied', 'KernelDiedError')
-
-def _dead(res) -> bool:
-    "Did the kernel die during this run?"
-    return res.status in ('dead', 'died') or any(o.get('ename') in _DEAD for o in res.outputs if o.get('output_type') == 'error')
 
 _PY_INFO = dict(codemirror_mode={'name': 'ipython', 'version': 3}, file_extension='.py', mimetype='text/x-python', name='python',
                 nbconvert_exporter='python', pygments_lexer='ipython3', version=platform.python_version())
@@ -316,23 +310,43 @@ class _Bar:
     def close(self, done:int): self.draw(done, '\n')
 
 # %% ../nbs/22_run.ipynb #c3162d1d
-class _Run:
-    "One prepared notebook executed in `kernel`, with papermill's metadata, progress, logs and saves"
-    save_gap = 1.0  # seconds: at most one intermediate write per save_gap
+class _RunDoc:
+    "The notebook of a run, held in memory, with the part of `NbDoc`'s interface the managers' run path uses"
+    def __init__(self, nb): self.nb, self.lock, self.save_error = nb, threading.RLock(), None
+    @property
+    def cells(self) -> list: return self.nb.cells
+    @property
+    def metadata(self): return self.nb.metadata
+    def sync(self, strict:bool=True) -> bool: return False  # no file to catch up with: the run writes its output itself
+    def save(self, force:bool=False) -> bool: return False
+    def touch(self): pass
+    def cell(self, cid:str):
+        c = next((c for c in self.nb.cells if c.get('id') == cid), None)
+        if c is None: raise NotFoundError(f"no cell with id {cid!r}")
+        return c
+    def index(self, cid:str) -> int: return self.nb.cells.index(self.cell(cid))
+    def set_fields(self, cid:str, fields:dict):
+        c = self.cell(cid)
+        for k, v in fields.items(): c[k] = [_node(o) for o in v] if k == 'outputs' else _node(v)  # in the file's form, as kernels give them
 
-    def __init__(self, nb, kernel, save=None, incremental:bool=True, timeout:float|None=None, allow_errors:bool=False,
+class _Run(BaseManager):
+    "One prepared notebook run on `kernel` through the managers' run path, with papermill's metadata, progress, logs and saves"
+    kind, save_gap = 'notebook', 1.0  # seconds: at most one intermediate write per save_gap
+
+    def __init__(self, nb, kernel, cwd, save=None, incremental:bool=True, timeout:float|None=None, allow_errors:bool=False,
                  progress_bar:bool=False, log_output:bool=False, stdout_file=None, stderr_file=None, autosave_every:float=30):
+        super().__init__(cwd, kernel_factory=lambda _: kernel, output_limit=None)
         self.nb, self.kernel, self.save_fn, self.incremental = nb, kernel, save, incremental
         self.timeout, self.allow_errors, self.log_output = timeout, allow_errors, log_output
         self.files = {'stdout': stdout_file, 'stderr': stderr_file}
         self.autosave_every = autosave_every if save and incremental else 0
         self.bar = _Bar(len(nb.cells)) if progress_bar else None
-        self.lock = threading.RLock()  # guards the notebook and the current cell between this thread and the watcher
-        self.current = None
-        self.exited = False  # a cell called exit(): the kernel is gone for the cells after it
-        self.shown = {}
+        self.doc = _RunDoc(nb)
+        self.lock = self.doc.lock  # guards the notebook and the current cell between the run and the watcher
+        self.current, self.turn, self.ran, self.shown = None, None, 0, {}  # the cell running; the cell whose turn it is
         self.saved_at = time.monotonic()
         self.watchdog = None  # a `_Watchdog`, while timed cells run on an in-process kernel
+        self._items['run'] = Item('run', self.root / 'run.ipynb', self.doc, None, state=dict(queue=[], running=None, worker=None))
 
 # %% ../nbs/22_run.ipynb #48f4061d
 _WATCHDOG = r'''
@@ -419,21 +433,20 @@ def save(self:_Run, force:bool=False):
 
 # %% ../nbs/22_run.ipynb #4e7af360
 @patch
-def _exec(self:_Run, cell):
-    "Run a code cell's source; a `RunResult`"
-    with self.lock: self.current, self.shown = cell, {}
-    started = _now()
-    self._guard(cell)
-    try: return self.kernel.run(cell.source, timeout=self.timeout)
-    except KeyboardInterrupt:  # a kernel that let Ctrl-C through: stop its cell too
-        self.kernel.interrupt()
-        return RunResult(self._partial() + [_error_output('KeyboardInterrupt', 'The cell was interrupted.')], None, 'interrupted', _jupyter_time(started), _jupyter_time(_now()))
-    except KernelError as e:
-        status = 'dead' if type(e).__name__ in _DEAD or 'died' in str(e).lower() else 'error'
-        return RunResult(self._partial() + [_error_output(type(e).__name__, str(e))], None, status, _jupyter_time(started), _jupyter_time(_now()))
-    finally:
-        if self.watchdog: self.watchdog.disarm()
-        with self.lock: self.current = None
+def _cell_turn(self:_Run, it, cid:str):
+    "papermill's `cell_start`: every cell, run or not, is running for a moment"
+    i = self.doc.index(cid)
+    self.turn, self.turn_t0 = self.nb.cells[i], _now()
+    log.info(f'Executing Cell {i + 1:-<40}')
+    self.turn.metadata.papermill.update(start_time=_iso(self.turn_t0), status='running', exception=False)
+    if self.bar: self.bar.update(i, self.turn)
+
+@patch
+def _run_started(self:_Run, it, cid:str):
+    "The kernel is about to run the cell: the watcher follows it, the watchdog guards it"
+    self.current, self.shown = self.doc.cell(cid), {}
+    self.ran += 1
+    self._guard(self.current)
 
 @patch
 def _guard(self:_Run, cell):
@@ -447,69 +460,58 @@ def _guard(self:_Run, cell):
         "in C code, which an in-process kernel cannot interrupt, so the run was killed (the cells before it are in the output). "
         "Run with -k python3 to have such a cell stopped and the run go on")
 
-@patch
-def _partial(self:_Run) -> list:
-    live = _live(self.kernel)
-    return [{'output_type': 'stream', 'name': n, 'text': t} for n, t in live.items() if t]
+def _failed(r:dict, cell) -> bool:
+    "Did the cell fail (an error in a cell tagged `raises-exception` is expected)?"
+    return r['status'] != 'ok' and not (r['status'] == 'error' and 'raises-exception' in _tags(cell))
 
 @patch
-def _store(self:_Run, cell, res):
-    "Put a run's outputs, count and Jupyter timing into the cell"
-    with self.lock:
-        cell.outputs = [_node(o) for o in res.outputs]  # in the file's form, as kernels give them
-        cell.execution_count = res.execution_count
-        cell.metadata['execution'] = run_timing(res)
-        apply_display_updates(self.nb.cells, res.display_updates)
-
-@patch
-def _failure(self:_Run, i:int, cell, res) -> dict:
-    e = next((o for o in res.outputs if o.get('output_type') == 'error'), None) or _error_output(res.status, f'the cell ended with status {res.status}')
-    return dict(cell_index=i, cell_id=cell.get('id'), exec_count=res.execution_count, source=cell.source,
-                ename=e.get('ename'), evalue=e.get('evalue'), traceback=e.get('traceback', []))
-
-@patch
-def _verdict(self:_Run, i:int, cell, res, rep:RunReport) -> bool:
-    "Record how the cell went; False when the run stops here"
-    if res.status == 'ok' or (res.status == 'error' and 'raises-exception' in _tags(cell)): return True
-    pm = cell.metadata.papermill
-    pm.update(exception=True, status='failed')
-    self.nb.metadata.papermill['exception'] = True
-    if res.status == 'interrupted': rep.status = 'interrupted'; return False
-    f = self._failure(i, cell, res)
-    if _dead(res): rep.status, rep.failure = 'dead', f; return False
-    if f['ename'] == 'SystemExit' and str(f['evalue']) in ('', '0'): return False  # a clean exit: stop, not a failure
-    rep.errors.append(f)
-    if self.allow_errors: return True
-    rep.status, rep.failure = 'failed', f
-    return False
-
-@patch
-def _cell(self:_Run, i:int, rep:RunReport) -> bool:
-    "Run cell `i` (code cells only; others get papermill's bookkeeping); False when the run stops here"
+def _cell_done(self:_Run, it, cid:str, r:dict|None):
+    "papermill's `cell_complete`: times and status (a failed cell marked); what the cell showed goes to the logs; a save"
+    if self.watchdog: self.watchdog.disarm()
+    with self.lock: self.current = None
+    i = self.doc.index(cid)
     cell = self.nb.cells[i]
-    pm = cell.metadata.papermill
-    log.info(f'Executing Cell {i + 1:-<40}')
-    t0 = _now()
-    pm.update(start_time=_iso(t0), status='running', exception=False)
-    if self.bar: self.bar.update(i, cell)
-    go = True
-    try:
-        if cell.cell_type == 'code' and 'skip-execution' not in _tags(cell) and cell.source.strip():
-            res = self._exec(cell) if not self.exited else RunResult(
-                [_error_output('DeadKernelError', 'the kernel exited (exit() in an earlier cell)')], None, 'dead', _iso(t0), _iso(_now()))
-            self.exited = self.exited or asked_exit(res)
-            rep.ran += 1
-            self._store(cell, res)
-            self._emit_rest(res.outputs)
-            go = self._verdict(i, cell, res, rep)
-    finally:
-        t1 = _now()
-        pm.update(end_time=_iso(t1), duration=(t1 - t0).total_seconds())
-        if pm['status'] != 'failed': pm['status'] = 'completed'
-        log.info(f'Ending Cell {i + 1:-<43}')
-        if self.bar: self.bar.update(i + 1)
+    pm = cell.metadata.papermill  # (storing the run made the metadata anew)
+    if r is not None:
+        self._emit_rest(r['outputs'])
+        if _failed(r, cell):
+            pm.update(exception=True, status='failed')
+            self.nb.metadata.papermill['exception'] = True
+    t1 = _now()
+    pm.update(end_time=_iso(t1), duration=(t1 - self.turn_t0).total_seconds())
+    if pm['status'] != 'failed': pm['status'] = 'completed'
+    log.info(f'Ending Cell {i + 1:-<43}')
+    if self.bar: self.bar.update(i + 1)
     self.save()
-    return go
+
+@patch
+def _failure(self:_Run, cell, exec_count, error:dict) -> dict:
+    return dict(cell_index=self.nb.cells.index(cell), cell_id=cell.get('id'), exec_count=exec_count, source=cell.source,
+                ename=error.get('ename'), evalue=error.get('evalue'), traceback=error.get('traceback', []))
+
+@patch
+def _verdict(self:_Run, errors:list, rep:RunReport):
+    "How the run ended, from the run path's errors; as in papermill, `sys.exit()` and `sys.exit(0)` stop it cleanly"
+    for e in errors:
+        err = e['error'] or dict(ename=e['status'], evalue=f"the cell ended with status {e['status']}")
+        f = self._failure(self.doc.cell(e['id']), e['execution_count'], err)
+        if e['status'] == 'interrupted': rep.status = 'interrupted'
+        elif e['status'] == 'dead' or f['ename'] in _DEAD: rep.status, rep.failure = 'dead', f
+        elif f['ename'] == 'SystemExit' and str(f['evalue']) in ('', '0'): continue  # not a failure (the run stops there unless allow_errors)
+        else:
+            rep.errors.append(f)
+            if not self.allow_errors: rep.status, rep.failure = 'failed', f
+
+@patch
+def _unrun(self:_Run, e:KernelError, rep:RunReport):
+    "The kernel could not run the cell whose turn it was (it did not start, or it died there): the cell gets the error"
+    cell = self.turn
+    err = _error_output(type(e).__name__, str(e))
+    with self.lock: cell.outputs = [_node(err)]
+    cell.metadata.papermill.update(exception=True, status='failed')
+    self.nb.metadata.papermill['exception'] = True
+    dead = type(e).__name__ in _DEAD or 'died' in str(e).lower()
+    rep.status, rep.failure = 'dead' if dead else 'failed', self._failure(cell, None, err)
 
 # %% ../nbs/22_run.ipynb #4fdd94d2
 @contextmanager
@@ -527,7 +529,7 @@ def _start(self:_Run):
     pm.update(start_time=_iso(t), end_time=None, duration=None, exception=None)
     self.t0 = t
     for c in self.nb.cells:
-        if c.cell_type == 'code': c.execution_count, c.outputs = None, []
+        if runs_cell(c): c.execution_count, c.outputs = None, []
         c.metadata['papermill'] = _node(dict(exception=None, start_time=None, end_time=None, duration=None, status='pending'))
 
 @patch
@@ -539,13 +541,13 @@ def _finish(self:_Run, rep:RunReport):
         if c.metadata.papermill['status'] == 'failed': break
         if c.metadata.papermill['status'] == 'pending': c.metadata.papermill['status'] = 'completed'
     if rep.ran: self.nb.metadata['language_info'] = getattr(self.kernel, 'language_info', None) or _PY_INFO
-    if rep.failure and rep.status in ('failed', 'dead'): add_error_banner(self.nb, rep.failure['cell_index'], rep.failure['exec_count'])
+    if rep.failure and rep.status == 'failed': add_error_banner(self.nb, rep.failure['cell_index'], rep.failure['exec_count'])
     if self.bar: self.bar.close(sum(c.metadata.papermill['status'] != 'pending' for c in self.nb.cells))
     self.save(force=True)
 
 @patch
 def run(self:_Run) -> RunReport:
-    "Execute every cell in order; a `RunReport`"
+    "Execute the notebook; a `RunReport`"
     rep = RunReport(self.nb, total=sum(c.cell_type == 'code' for c in self.nb.cells))
     self._start()
     stop = threading.Event()
@@ -553,11 +555,13 @@ def run(self:_Run) -> RunReport:
     if self.log_output or any(self.files.values()) or self.autosave_every:
         watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True, name='headlesnb-run-watch')
         watcher.start()
-    try:
-        for i in range(len(self.nb.cells)):
-            if not self._cell(i, rep): break
-    except KeyboardInterrupt: rep.status = 'interrupted'
+    try: self._verdict(self._run_all('run', self.allow_errors, self.timeout)['errors'], rep)
+    except KeyboardInterrupt:
+        rep.status = 'interrupted'
+        if self.turn is not None: self.turn.metadata.papermill.update(exception=True, status='failed')
+    except KernelError as e: self._unrun(e, rep)
     finally:
+        rep.ran = self.ran
         stop.set()
         with _sigint_deferred():
             if watcher: watcher.join()
@@ -617,14 +621,15 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
         return RunReport(nb, total=sum(c.cell_type == 'code' for c in nb.cells))
     if cwd is None: cwd = Path(input_path).expanduser().resolve().parent if isinstance(input_path, str) and input_path != '-' else Path.cwd()
     else: log.info(f"Working directory: {cwd}")
+    if not Path(cwd).expanduser().is_dir(): raise BadArgumentError(f"--cwd {cwd}: no such folder")
     for n, t in (('execution_timeout', execution_timeout), ('start_timeout', start_timeout), ('autosave_cell_every', autosave_cell_every)):
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or (t == 0 and n != 'autosave_cell_every')):
             raise BadArgumentError(f"{n} must be a positive number of seconds, not {t!r}")
     kernel, kname = make_run_kernel(nb, kernel_name, language, cwd, jupyter_url, jupyter_token, start_timeout, mpl_format)
     log.info(f"Executing notebook with kernel: {kname}")
     try:
-        run = _Run(nb, kernel, save, incremental, execution_timeout or timeout, allow_errors, progress_bar, log_output,
-                   stdout_file, stderr_file, autosave_cell_every or 0)
+        run = _Run(nb, kernel, Path(cwd).expanduser(), save, incremental, execution_timeout or timeout, allow_errors, progress_bar,
+                   log_output, stdout_file, stderr_file, autosave_cell_every or 0)
         return run.run()
     finally:
         with _sigint_deferred(): kernel.close()
@@ -838,7 +843,14 @@ def _run_one(a, inp:str, out:str|None) -> tuple[int, RunReport|None]:
     if rep.status == 'dead': _show_failure(rep.failure, 'failed: the kernel died'); return 138, rep
     if rep.status == 'failed': _show_failure(rep.failure); return 1, rep
     for f in rep.errors: print(f"headlesnb: cell {f['cell_index'] + 1} (id {f['cell_id']}) failed: {_what(f['ename'], f['evalue'])} (--allow-errors: ran on)", file=sys.stderr)
+    if not a.status_file: print(f"headlesnb: {_summary(rep, out, a.prepare_only)}", file=sys.stderr)  # (a child of --jobs: its parent says it)
     return 0, rep
+
+def _summary(rep:RunReport, out:str|None, prepared:bool) -> str:
+    "One line on a successful run: cells run, time, where the notebook went"
+    where = 'standard output' if out == '-' else out
+    if prepared: return f"prepared {where or 'nothing (no output given)'}: no cell run"
+    return f"ran {rep.ran} of {rep.total} code cells in {rep.seconds:.1f}s" + (f", wrote {where}" if where else ', no output written (none given)')
 
 # %% ../nbs/22_run.ipynb #794febd3
 def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:

@@ -36,6 +36,8 @@ def mk_nb(path, *cells, metadata=KS):
     return path
 
 def read(path): return nbformat.read(path, as_version=4)
+def read_str(text): return nbformat.reads(text, as_version=4)
+def _secs(r) -> str: return re.search(r'cells in ([\d.]+)s', r.stderr).group(1)
 def texts(cell): return ''.join(o.get('text', '') for o in cell.get('outputs', []) if o['output_type'] == 'stream')
 def by_tag(nb, tag): return [i for i, c in enumerate(nb.cells) if tag in c.metadata.get('tags', [])]
 
@@ -129,7 +131,7 @@ def test_injection_next_to_the_parameters_cell_then_replaced(tmp_path):
     src = mk_nb(tmp_path / 'in.ipynb', ('md', '# Title'), 'setup = 1', ('alpha = 0.5', ['parameters']), 'print(alpha)',
                 ('beta = 1', ['parameters']))
     r = hb(src, tmp_path / 'once.ipynb', '-p', 'alpha', '0.6')
-    assert r.returncode == 0 and r.stderr == '', r.stderr
+    assert r.returncode == 0 and r.stderr == f"headlesnb: ran 5 of 5 code cells in {_secs(r)}s, wrote {tmp_path / 'once.ipynb'}\n", r.stderr
     nb = read(tmp_path / 'once.ipynb')
     assert [c.metadata.tags for c in nb.cells] == [[], [], ['parameters'], ['injected-parameters'], [], ['parameters']]
     assert nb.cells[3].source == '# Parameters\nalpha = 0.6\n' and texts(nb.cells[4]) == '0.6\n'
@@ -179,18 +181,23 @@ def test_log_output_streams_each_cell_in_order(tmp_path):
     lines = [l for _, l in seen if l]
     assert lines[:3] == ['Input Notebook:  ' + str(src), 'Output Notebook: ' + str(tmp_path / 'out.ipynb'), 'Executing notebook with kernel: inprocess']
     body = [re.sub(r'-+$', '', l) for l in lines[3:]]
-    assert body == ['Executing Cell 1', 'one', 'Ending Cell 1', 'Executing Cell 2', 'two-a', 'two-b', 'Ending Cell 2',
-                    'Executing Cell 3', 'Ending Cell 3', 'Executing Cell 4', '42', 'Ending Cell 4']
+    assert body[:-1] == ['Executing Cell 1', 'one', 'Ending Cell 1', 'Executing Cell 2', 'two-a', 'two-b', 'Ending Cell 2',
+                         'Executing Cell 3', 'Ending Cell 3', 'Executing Cell 4', '42', 'Ending Cell 4']
+    assert body[-1].startswith('headlesnb: ran 3 of 3 code cells in ')  # the summary
     t = {l: ts for ts, l in seen}
     assert t['two-b'] - t['two-a'] > 1.0  # "two-a" was shown while the cell was still running
     assert lines[3] == 'Executing Cell 1---------------------------------------'  # papermill's own format
 
 def test_quiet_off_a_terminal_and_one_bar_line_when_asked(tmp_path):
     src = mk_nb(tmp_path / 'in.ipynb', '1', '2')
-    r = hb(src, tmp_path / 'out.ipynb')
-    assert r.returncode == 0 and r.stderr == '' and r.stdout == ''
+    r = hb(src, tmp_path / 'out.ipynb')  # one summary line, nothing else
+    assert r.returncode == 0 and r.stdout == '' and r.stderr == f"headlesnb: ran 2 of 2 code cells in {_secs(r)}s, wrote {tmp_path / 'out.ipynb'}\n"
     r = hb(src, tmp_path / 'out.ipynb', '--progress-bar')
-    assert r.returncode == 0 and r.stderr.count('\n') == 1 and '2/2 cells' in r.stderr
+    assert r.returncode == 0 and r.stderr.count('\n') == 2 and '2/2 cells' in r.stderr
+    r = hb(src)
+    assert r.returncode == 0 and r.stderr.endswith('s, no output written (none given)\n')
+    r = hb(src, '-')
+    assert r.returncode == 0 and r.stderr.endswith('s, wrote standard output\n') and read_str(r.stdout).cells[1].outputs
 
 def test_stdin_to_stdout_pipes(tmp_path):
     src = mk_nb(tmp_path / 'in.ipynb', ('n = 1', ['parameters']), 'import subprocess\nsubprocess.run(["echo", "from-a-child"])\nprint(n * 2)')
@@ -326,9 +333,45 @@ def test_a_dead_kernel_exits_138_and_the_cell_gets_the_error(tmp_path, kernel):
     r = hb(src, tmp_path / 'out.ipynb', '-k', kernel)
     assert r.returncode == 138, r.stderr
     assert 'cell 2 (id c1) failed: the kernel died' in r.stderr
-    nb = read(tmp_path / 'out.ipynb')
-    cell = nb.cells[by_tag(nb, 'papermill-error-cell-tag')[1] + 1]
-    assert cell.id == 'c1' and any(o.output_type == 'error' for o in cell.outputs)
+    nb = read(tmp_path / 'out.ipynb')  # no banner: papermill (and nbclient) stop before one is written
+    assert by_tag(nb, 'papermill-error-cell-tag') == [] and len(nb.cells) == 3
+    assert nb.cells[1].id == 'c1' and any(o.output_type == 'error' for o in nb.cells[1].outputs)
+
+# ---------------------------------------------------------------------------------------------------------------
+# What nbclient stores, on both backends (issue 19): nbclient and ipykernel run here, live, for the reference
+
+NBCLIENT_CASES = ['x = 1', ('print("skipped")', ['skip-execution']), '', 'import sys\nsys.exit()', 'print(x)', 'sys.exit(0)',
+                  'raise SystemExit', 'exit()', 'quit()', 'print(x + 1)', 'h = display("a", display_id=True)', 'h.update("b")',
+                  'from IPython.display import update_display\nupdate_display("c", display_id=h.display_id)\nprint("updated")']
+
+def _cells(nb) -> list:
+    "Per cell: its count and outputs, text joined (None for a markdown cell)"
+    def out(o):
+        o = {k: v for k, v in o.items() if k != 'transient'}
+        if 'text' in o: o['text'] = ''.join(o['text'])
+        if 'data' in o: o['data'] = {k: ''.join(v) if isinstance(v, list) else v for k, v in o['data'].items()}
+        return o
+    return [None if c.cell_type != 'code' else (c.execution_count, [out(o) for o in c.outputs]) for c in nb.cells]
+
+@pytest.mark.parametrize('kernel', ['inprocess', 'python3'])
+def test_allow_errors_stores_what_nbclient_stores(tmp_path, kernel):
+    from nbclient import NotebookClient
+    src = mk_nb(tmp_path / 'in.ipynb', *NBCLIENT_CASES)
+    nb = read(src)
+    for i in (1, 2):  # cells nbclient does not run keep what an earlier run left
+        nb.cells[i].outputs, nb.cells[i].execution_count = [nbformat.v4.new_output('stream', name='stdout', text='old\n')], 7 + i
+    nbformat.write(nb, src)
+    NotebookClient(nb, kernel_name='python3', allow_errors=True, timeout=60, resources={'metadata': {'path': str(tmp_path)}}).execute()
+    r = hb(src, tmp_path / 'out.ipynb', '--allow-errors', '-k', kernel)
+    assert r.returncode == 0, r.stderr
+    got, want = _cells(read(tmp_path / 'out.ipynb')), _cells(nb)
+    assert got == want, [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert want[1] == (8, [{'output_type': 'stream', 'name': 'stdout', 'text': 'old\n'}]) and want[9][1][0]['text'] == '2\n'
+    assert want[10][1][0]['data']['text/plain'] == "'c'"  # the display of cell 11, updated by cells 12 and 13
+    r = hb(src, tmp_path / 'out.ipynb', '-k', kernel)  # without --allow-errors papermill's habit: sys.exit() stops the run, exit 0
+    assert r.returncode == 0 and 'ran 2 of 13 code cells' in r.stderr, r.stderr
+    out = read(tmp_path / 'out.ipynb')
+    assert out.cells[3].metadata.papermill.status == 'failed' and out.cells[4].execution_count is None and not by_tag(out, 'papermill-error-cell-tag')
 
 # ---------------------------------------------------------------------------------------------------------------
 # --prepare-only, --report-mode, --cwd
