@@ -2,7 +2,10 @@
 # Install everything the test suite needs on a fresh machine (idempotent; fast when already done).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install -q -e '.[dev]'
+# The project and its dev extras, the newest releases pyproject.toml allows (uv when it is there and this is a venv: seconds, not minutes)
+if command -v uv >/dev/null && [ -n "${VIRTUAL_ENV:-}" ]; then uv pip install -q -e '.[dev]'
+else python -m pip install -q -e '.[dev]'
+fi
 
 # ---- begin: tests/test_server.py (dialoghelper-compatible server) ----
 # Headless Chromium for the browser tests (Debian's package; playwright's own browser download is not used).
@@ -47,9 +50,7 @@ python -m jupyter kernelspec list 2>/dev/null | grep -q python3 || python -m ipy
 # ---- end: tests/test_run_cli.py ----
 
 # ---- begin: tests/test_conformance.py (nbclient conformance suite) ----
-# pandas (the pandas probe) and papermill (papermill's own notebooks run it) are dev dependencies, installed above with
-# .[dev]; sympy and scipy are what the IPython example notebooks import. The references in tests/conformance/refs were
-# made with these installed: regenerate them (make_refs.py --all) after upgrading any of them, or IPython/ipykernel.
-python -m pip install -q 'pandas>=2.0' 'papermill>=2.6' 'sympy>=1.12' 'scipy>=1.11'
+# pandas (the pandas probe), papermill (papermill's own notebooks run it), sympy and scipy (the IPython example
+# notebooks import them) are dev dependencies, installed above with .[dev].
 python -m ipykernel install --sys-prefix >/dev/null 2>&1 || true
 # ---- end: tests/test_conformance.py ----
