@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['BUILTIN_AGENTS', 'LAUNCH_SH', 'RESULT_LINES', 'EDIT_OPS', 'proc_start', 'pid_spec', 'spec_alive', 'process_tree',
            'kill_tree', 'tmux_available', 'tmux', 'tmux_sessions', 'tmux_pane_pids', 'AgentSpec', 'agents_config_paths',
-           'load_agents', 'agent_env', 'fill_argv', 'output_tail', 'AgentAborted', 'own_client', 'AgentLLM',
-           'dialog_activity', 'DialogRunner', 'host_main', 'git']
+           'load_agents', 'load_routing', 'Runners', 'agent_env', 'fill_argv', 'output_tail', 'AgentAborted',
+           'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner', 'git']
 
 # %% ../nbs/16_agent_runners.ipynb #34c6da4b
 import json, os, re, shlex, shutil, signal, socket, subprocess, sys, tempfile, threading, time, tomllib, weakref
@@ -16,7 +16,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from fastcore.ansi import strip_ansi
 from .errors import *
-from .agents import AgentManager, check_id, tmux_name, contract, LIVE, read_text
+from .agent_store import check_id, tmux_name, contract, ancestors, LIVE, ERROR, TASK_TYPES, read_text
 from .llm import LLMClient, run_tool_loop
 from .context import ContextBuilder, render_sections
 
@@ -139,13 +139,34 @@ def load_agents(root, extra=None) -> dict:
             res[name] = AgentSpec(name, a['command'], a.get('headless'), str(p))
     return res
 
+def load_routing(root, extra=None) -> dict:
+    "task type -> `{'agent', 'model'}` from the `[routing.TYPE]` tables of the configuration files (later files win, key by key)"
+    res = {}
+    for p in agents_config_paths(root, extra):
+        d = _config(p)
+        if d is None: continue
+        routing = d.get('routing') or {}
+        if not isinstance(routing, dict): raise CorruptFileError(f"{p}: routing must be tables [routing.TYPE]")
+        for t, r in routing.items():
+            if t not in TASK_TYPES: raise CorruptFileError(f"{p}: [routing.{t}]: task types are {', '.join(TASK_TYPES)}")
+            if not isinstance(r, dict) or set(r) - {'agent', 'model'} or not all(isinstance(v, str) and v.strip() for v in r.values()):
+                raise CorruptFileError(f'{p}: [routing.{t}] takes agent = "NAME" and (for a dialog agent) model = "MODEL"')
+            res.setdefault(t, {}).update({k: v.strip() for k, v in r.items()})
+    for t, r in res.items():
+        if r.get('model') and r.get('agent', 'dialog') != 'dialog':
+            raise CorruptFileError(f"[routing.{t}]: model is for dialog agents; agent {r['agent']!r} picks its own")
+    return res
+
 # %% ../nbs/16_agent_runners.ipynb #f14ce6dc
+class Runners:
+    "What starts, watches and stops the workers of an `AgentManager` (one of its base classes: the imports go one way)"
+
 @patch
-def _tmux_on(self:AgentManager) -> bool:
+def _tmux_on(self:Runners) -> bool:
     return tmux_available() if self.use_tmux is None else bool(self.use_tmux)
 
 @patch
-def _agent_spec(self:AgentManager, agent:str):
+def _agent_spec(self:Runners, agent:str):
     "The `AgentSpec` of `agent` (None for 'dialog'); BadArgumentError for an unknown agent or a program not on PATH"
     if agent == 'dialog': return None
     specs = load_agents(self.root, self.agents_config)
@@ -156,6 +177,12 @@ def _agent_spec(self:AgentManager, agent:str):
     prog = spec.argv(self._tmux_on())[0]
     if not shutil.which(prog): raise BadArgumentError(f"agent {agent!r} runs {prog!r}, which is not on PATH: install it, or pick another agent")
     return spec
+
+@patch
+def route(self:Runners, task_type:str) -> dict:
+    "`{'agent', 'model'}` for a task of `task_type` spawned without an agent: the routing's, else a dialog agent on the default model"
+    r = load_routing(self.root, self.agents_config).get(task_type, {})
+    return dict(agent=r.get('agent', 'dialog'), model=r.get('model', ''))
 
 # %% ../nbs/16_agent_runners.ipynb #e730ff9b
 LAUNCH_SH = r'''d=$1; shift
@@ -187,7 +214,7 @@ def _env_file(path:Path, env:dict):
 _PROCS = {}  # (root, id) -> Popen of a worker this process started (reaped by a waiter thread)
 
 @patch
-def _start_command(self:AgentManager, id:str, spec:AgentSpec, worktree:bool):
+def _start_command(self:Runners, id:str, spec:AgentSpec, worktree:bool):
     s = self.store.load(id)
     workdir = self._make_worktree(id) if worktree else self.workdir(s['parent'] or id)
     d = self.store.path(id)
@@ -223,7 +250,7 @@ def _start_command(self:AgentManager, id:str, spec:AgentSpec, worktree:bool):
             try: self._check_alive([self.store.load(id)])
             except Exception: pass
         threading.Thread(target=reap, name=f'headlesnb-agent-{id}', daemon=True).start()
-    self.store.transition(id, 'running', frm=('pending',))
+    if not self.store.transition(id, 'running', frm=('pending',)): self._stop([self.store.load(id)])  # aborted while starting
 
 # %% ../nbs/16_agent_runners.ipynb #a091401b
 RESULT_LINES = 40
@@ -235,7 +262,7 @@ def output_tail(text:str, lines:int=RESULT_LINES, limit:int=4000) -> str:
     return t[-limit:]
 
 @patch
-def _finalize(self:AgentManager, s:dict) -> bool:
+def _finalize(self:Runners, s:dict) -> bool:
     id, d = s['id'], self.store.path(s['id'])
     status = read_text(d / 'exit_status').strip()
     (d / 'launch.env').unlink(missing_ok=True)
@@ -254,7 +281,7 @@ def _young(s:dict, secs:float=30) -> bool:
     except ValueError: return False
 
 @patch
-def _check_alive(self:AgentManager, sessions) -> bool:
+def _check_alive(self:Runners, sessions) -> bool:
     "Finish or abort the live `sessions` whose worker is gone; True if any changed"
     changed, names = False, None
     for s in sessions:
@@ -274,8 +301,20 @@ def _check_alive(self:AgentManager, sessions) -> bool:
     return changed
 
 # %% ../nbs/16_agent_runners.ipynb #3124bd01
+def _local_runners(root, top:str) -> list:
+    "The dialog runners of this process running `top` or one of its descendants"
+    return [r for (rt, i), r in list(_LOCAL.items()) if rt == str(root) and (i == top or i.startswith(top + '.'))]
+
 @patch
-def _stop(self:AgentManager, sessions):
+def _halt(self:Runners, top:str):
+    "Stop this process's runners of `top`'s subtree before anything else: no check of theirs passes after this"
+    rs = _local_runners(self.root, top)
+    for r in rs: r.stop.set()
+    for r in rs: r.llm.drop()
+
+@patch
+def _stop(self:Runners, sessions, top:str|None=None, join:float=30):
+    "Stop the workers of `sessions` (`top`: the subtree they are, whose runners here are joined, `join` s at most)"
     roots, names = [], []
     for s in sessions:
         if s is None: continue
@@ -289,6 +328,11 @@ def _stop(self:AgentManager, sessions):
     procs = process_tree(roots)  # one pass over /proc for the whole subtree, before anything is killed
     for n in names: tmux('kill-session', '-t', f'={n}')
     left = kill_tree(procs)
+    end = time.monotonic() + join
+    while top is not None and time.monotonic() < end:  # until no runner of the subtree runs here (one started meanwhile too)
+        live = [r for r in _local_runners(self.root, top) if r.thread is not None and r.thread is not threading.current_thread()]
+        if not live: break
+        for r in live: r.abort(); r.thread.join(max(0, end - time.monotonic()))
     for s in sessions:
         if s is not None and s['worktree']:
             try: self._remove_worktree(s, f"wip (aborted): {s['task'] or 'agent ' + s['id']}")
@@ -318,12 +362,12 @@ class _CuttableBackend:
             try: s.get_extra_info('socket').shutdown(socket.SHUT_RDWR)
             except Exception: pass
 
-def own_client(base):
-    "(client, backend): an AnthropicClient copied onto connections it can cut (backend None when not possible)"
+def own_client(base, model:str=''):
+    "(client, backend): an AnthropicClient copied onto connections it can cut (backend None when not possible), on `model` if given"
     from headlesnb.llm import AnthropicClient
     if type(base) is not AnthropicClient: return base, None
     key = base.api_key or os.environ.get('ANTHROPIC_API_KEY')
-    c = AnthropicClient(model=base.model, api_key=base.api_key, base_url=base.base_url, max_tokens=base.max_tokens,
+    c = AnthropicClient(model=model or base.model, api_key=base.api_key, base_url=base.base_url, max_tokens=base.max_tokens,
                         context_window=base.context_window, cache=base.cache, timeout=base.timeout, max_retries=base.max_retries)
     if not key: return c, None  # its first request raises the no-key LLMError
     try:
@@ -340,10 +384,10 @@ def own_client(base):
 
 class AgentLLM(LLMClient):
     "One agent's model client: every request can be abandoned (and its connection cut) the moment the agent is aborted"
-    def __init__(self, base, runner):
+    def __init__(self, base, runner, model:str=''):
         self.runner = runner
-        self.base, self.backend = own_client(base)
-        self.model, self.context_window, self.max_tokens = base.model, base.context_window, base.max_tokens
+        self.base, self.backend = own_client(base, model)
+        self.model, self.context_window, self.max_tokens = self.base.model, base.context_window, base.max_tokens
 
     def count_tokens(self, system, messages, tools=None): return self.base.count_tokens(system, messages, tools)
 
@@ -351,7 +395,9 @@ class AgentLLM(LLMClient):
         self.runner.check()
         box, done = {}, threading.Event()
         def work():
-            try: box['reply'] = self.base.complete(system, messages, tools, on_text=on_text, thinking=thinking)
+            try:
+                self.runner.check()  # (again right before it goes out: the thread may start late on a loaded machine)
+                box['reply'] = self.base.complete(system, messages, tools, on_text=on_text, thinking=thinking)
             except BaseException as e: box['error'] = e
             finally: done.set()
         threading.Thread(target=work, name=f'headlesnb-agent-{self.runner.id}-request', daemon=True).start()
@@ -394,24 +440,21 @@ def _now(): return datetime.now(timezone.utc).isoformat()
 
 class DialogRunner:
     "Runs dialog agent `id` of `mgr` (in a thread, or in the calling thread with `run`)"
-    def __init__(self, mgr:AgentManager, id:str, workdir:Path|None=None):
+    def __init__(self, mgr, id:str, workdir:Path|None=None):  # mgr: an AgentManager
         self.mgr, self.store, self.id = mgr, mgr.store, check_id(id)
         self.workdir = Path(workdir) if workdir else mgr.workdir(id)
         self.name = f'.scope/sessions/{self.id}/dialog'
         self.stop, self.procs, self.rounds, self.thread = threading.Event(), set(), [], None
-        self.llm, self.ws, self.mid, self._disk = AgentLLM(mgr.llm, self), None, None, 0.0
+        self.llm, self.ws, self.mid = AgentLLM(mgr.llm, self, self.store.read(self.id, 'model').strip()), None, None
         self.host = 'thread'  # 'process' when this runner is what a detached process was started for
         self.key = (str(mgr.root), self.id)
 
     def __repr__(self): return f'DialogRunner({self.id!r}, {"aborted" if self.stop.is_set() else "live"})'
 
     def aborted(self) -> bool:
-        "Was the agent aborted (here, or by any process: the state file is read at most every 0.1 s)?"
+        "Was the agent or an ancestor aborted (here, or by any process: their state files are read at every call)?"
         if self.stop.is_set(): return True
-        now = time.monotonic()
-        if now - self._disk >= 0.1:
-            self._disk = now
-            if self.store.read(self.id, 'state').strip() == 'aborted': self.abort(); return True
+        if any(self.store.read(i, 'state').strip() == 'aborted' for i in (self.id, *ancestors(self.id))): self.abort(); return True
         return False
 
     def check(self):
@@ -559,6 +602,7 @@ def _shell_tool(self:DialogRunner):
              ):
         "Run a shell command; its output goes to a window in TOOL_RESULT_WINDOWS."
         if not isinstance(command, str) or not command.strip(): raise BadArgumentError("command is empty")
+        runner.check()
         p = subprocess.Popen(['bash', '-c', command], cwd=runner.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True, env=agent_env(runner.mgr.root, runner.id))
         runner.procs.add(p)
@@ -574,11 +618,12 @@ def _shell_tool(self:DialogRunner):
 
 @patch
 def _python_tool(self:DialogRunner):
-    dm, name = self.mgr.dialogs, self.name
+    dm, name, runner = self.mgr.dialogs, self.name, self
     def python(code: str,  # Python code
               ):
         "Run Python code in your own kernel (it becomes a code message of your dialog); returns its output."
         m = dm.add_message(code, 'code', dialog_name=name)
+        runner.check()
         r = dm.run_message(m['id'], dialog_name=name)
         return (r.get('ai_output') or '').strip() or f"(no output; {r.get('status', 'ok')})"
     return python
@@ -627,7 +672,7 @@ def run(self:DialogRunner):
     except Exception as e:
         if not self.aborted():
             msg = str(e) if isinstance(e, HeadlesnbError) else f'{type(e).__name__}: {e}'
-            st.transition(id, 'done', activity='', result=f'error: {msg}')
+            st.transition(id, 'done', activity='', result=f'{ERROR}{msg}')
     finally:
         kill_tree(process_tree([p.pid for p in list(self.procs)]), grace=0.5)
         self.llm.drop()  # its own connections: none stays open once it is finished
@@ -637,7 +682,7 @@ def run(self:DialogRunner):
 
 # %% ../nbs/16_agent_runners.ipynb #ab48bdbc
 @patch
-def _start_dialog(self:AgentManager, id:str, worktree:bool):
+def _start_dialog(self:Runners, id:str, worktree:bool):
     s = self.store.load(id)
     workdir = self._make_worktree(id) if worktree else self.workdir(s['parent'] or id)
     self.store.write(id, 'contract.md', contract(id, s['task'], s['task_type'], s['inputs'], s['parent'], dialog=True,
@@ -645,7 +690,7 @@ def _start_dialog(self:AgentManager, id:str, worktree:bool):
     if self.dialog_host == 'thread': return DialogRunner(self, id, workdir).start()
     d = self.store.path(id)
     with open(d / 'host.log', 'wb') as log:
-        p = subprocess.Popen([sys.executable, '-m', 'headlesnb.agent_runners', 'host', str(self.root), id], cwd=self.root,
+        p = subprocess.Popen([sys.executable, '-m', 'headlesnb.agents', 'host', str(self.root), id], cwd=self.root,
                              env=agent_env(self.root, id), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
     st = proc_start(p.pid)
@@ -655,19 +700,8 @@ def _start_dialog(self:AgentManager, id:str, worktree:bool):
     threading.Thread(target=p.wait, daemon=True).start()
 
 @patch
-def _start(self:AgentManager, id, spec, worktree):
+def _start(self:Runners, id, spec, worktree):
     return self._start_dialog(id, worktree) if spec is None else self._start_command(id, spec, worktree)
-
-def host_main(root, id) -> int:
-    "Run dialog agent `id` of `root` in this process, until it and every child it runs here are finished"
-    mgr = AgentManager(root, dialog_host='thread')
-    r = DialogRunner(mgr, id)
-    r.host = 'process'
-    def term(*_): r.abort(); [x.abort() for x in list(mgr.runners.values())]
-    signal.signal(signal.SIGTERM, term)
-    r.run()
-    while mgr.runners: time.sleep(0.1)
-    return 0
 
 # %% ../nbs/16_agent_runners.ipynb #3d55b510
 def git(*args, cwd, env=None, check:bool=True) -> str:
@@ -688,19 +722,19 @@ def _git_env(cwd) -> dict:
     return env
 
 @patch
-def _repo(self:AgentManager) -> Path:
+def _repo(self:Runners) -> Path:
     top = git('rev-parse', '--show-toplevel', cwd=self.root, check=False)
     if not top: raise BadArgumentError(f"worktrees need a git repository: {self.root} is not inside one")
     return Path(top)
 
 @patch
-def _check_git(self:AgentManager):
+def _check_git(self:Runners):
     top = self._repo()
     if not git('rev-parse', '--verify', '-q', 'HEAD', cwd=top, check=False):
         raise BadArgumentError(f"the repository {top} has no commit yet: commit once before giving agents worktrees")
 
 @patch
-def _make_worktree(self:AgentManager, id:str) -> Path:
+def _make_worktree(self:Runners, id:str) -> Path:
     "Create agent `id`'s worktree and branch; the folder it works in (the root's place inside the worktree)"
     top = self._repo()
     sub = self.root.relative_to(top)
@@ -716,10 +750,10 @@ def _make_worktree(self:AgentManager, id:str) -> Path:
     return work
 
 @patch
-def _wt_path(self:AgentManager, s:dict) -> Path: return self.store.dir / 'worktrees' / s['id']
+def _wt_path(self:Runners, s:dict) -> Path: return self.store.dir / 'worktrees' / s['id']
 
 @patch
-def _snapshot(self:AgentManager, wt:Path, message:str) -> tuple:
+def _snapshot(self:Runners, wt:Path, message:str) -> tuple:
     "(head, commit): a commit of everything in worktree `wt` on top of its HEAD, made without touching it (commit is head when clean)"
     head = git('rev-parse', 'HEAD', cwd=wt)
     fd, idx = tempfile.mkstemp(prefix='.scope-index-', dir=self.store.dir)
@@ -734,7 +768,7 @@ def _snapshot(self:AgentManager, wt:Path, message:str) -> tuple:
     finally: os.unlink(idx)
 
 @patch
-def _remove_worktree(self:AgentManager, s:dict, message:str):
+def _remove_worktree(self:Runners, s:dict, message:str):
     "Save uncommitted work on the branch, remove the worktree (the branch stays)"
     wt = self._wt_path(s)
     if wt.exists():
@@ -745,7 +779,7 @@ def _remove_worktree(self:AgentManager, s:dict, message:str):
 
 # %% ../nbs/16_agent_runners.ipynb #b51b4afc
 @patch
-def _diff_summary(self:AgentManager, s:dict) -> str:
+def _diff_summary(self:Runners, s:dict) -> str:
     "One line: files changed and lines added/removed in the agent's worktree since it started (uncommitted work too)"
     wt = self._wt_path(s)
     if not wt.exists(): return ''
@@ -761,7 +795,7 @@ def _diff_summary(self:AgentManager, s:dict) -> str:
 
 # %% ../nbs/16_agent_runners.ipynb #799470f1
 @patch
-def merge(self:AgentManager, id) -> dict:
+def merge(self:Runners, id) -> dict:
     "Merge agent `id`'s worktree branch into the root's current branch and remove the worktree"
     s = self.get(id)
     if s['status'] in LIVE: raise ConflictError(f"agent {id} is still {s['status']}: wait for it (or abort it) before merging")
@@ -790,6 +824,3 @@ def merge(self:AgentManager, id) -> dict:
     git('worktree', 'remove', '--force', str(wt), cwd=top)
     self.store.write(id, 'worktree', ''); self.store.write(id, 'merged', merged)
     return dict(id=id, branch=s['branch'], into=into, commit=merged, diff=summary)
-
-# %% ../nbs/16_agent_runners.ipynb #d35d450f
-if __name__ == '__main__' and len(sys.argv) == 4 and sys.argv[1] == 'host': sys.exit(host_main(sys.argv[2], sys.argv[3]))

@@ -87,7 +87,8 @@ def test_cli_spawn_poll_wait_abort(root):
     r = hnb('spawn', 'Say hello', '--agent', 'noop', '--type', 'explore', root=root, check=True)
     assert r.stdout == '0\n'
     done = json.loads(wait_for(lambda: (p := hnb('poll', '0', root=root)).returncode == 0 and '"done"' in p.stdout and p.stdout, what='done'))
-    assert done == dict(id='0', status='done', activity='', result='(the agent exited without output)', task='Say hello', task_type='explore', parent='')
+    assert done == dict(id='0', status='done', activity='', result='(the agent exited without output)', task='Say hello', task_type='explore',
+                       parent='', agent='noop', model='', error=False)
     # wait: all finished -> 0; a timeout -> 2 with the JSON still printed
     assert json.loads(hnb('wait', '0', root=root, check=True).stdout)['results'][0]['status'] == 'done'
     assert hnb('spawn', 'Sleep', '--agent', 'sleeper', root=root, check=True).stdout == '1\n'
@@ -104,6 +105,7 @@ def test_cli_spawn_poll_wait_abort(root):
     i = hnb('spawn', 'Fail', '--agent', 'failing', root=root, check=True).stdout.strip()
     res = json.loads(hnb('wait', i, '--timeout', '20', root=root, check=True).stdout)['results'][0]
     assert res['result'].startswith('error: failing exited with status 3') and 'something went wrong' in res['result']
+    assert res['error'] is True  # never a plain success
     assert hnb('abort', '1', root=root, check=True).stdout.strip() == 'aborted 1'
     assert json.loads(hnb('poll', '1', root=root).stdout)['status'] == 'aborted'
     assert not tmux_sessions()
