@@ -6,8 +6,8 @@
 __all__ = ['ADD_FIELDS', 'curr_dialog_', 'msg_idx_', 'read_msg_', 'find_msgs_', 'add_relative_', 'update_msg_', 'rm_msg_',
            'add_runq_', 'msg_clipboard_', 'msg_paste_', 'toggle_header_collapse_', 'toggle_comment_', 'toggle_export_',
            'bookmark_', 'list_dialogs_', 'realpath_', 'connfiles_', 'create_dialog_', 'restart_kernel_', 'interrupt_',
-           'stop_kernel_', 'rm_dialog_', 'load_dialog_', 'workspace_view_', 'workspace_', 'search_', 'searches_',
-           'web_answer_']
+           'stop_kernel_', 'rm_dialog_', 'run_all_', 'reset_', 'stop_', 'load_dialog_', 'workspace_view_', 'workspace_',
+           'search_', 'searches_', 'web_answer_']
 
 # %% ../nbs/27_server_api.ipynb #c98cea55
 import asyncio, json
@@ -63,7 +63,7 @@ def find_msgs_(self:DhServer, f:Form):
     if limit is not None and limit < 0: raise BadArgumentError(f"limit must be a positive int, not {limit}")
     hits = self.dm.find_messages(f.get('re_pattern') or '', f.get('msg_type') or None, f.ids('ids') or None, include_output=include_output,
                                  include_skipped=f.bool('include_skipped'), before=f.int('before', 0), after=f.int('after', 0),
-                                 context=f.int('context', 0 if headers_only else 1), limit=limit, use_case=f.bool('use_case'),
+                                 context=f.int('context', 0), limit=limit, use_case=f.bool('use_case'),
                                  use_regex=f.bool('use_regex', True), only_err=f.bool('only_err'), only_exp=f.bool('only_exp'),
                                  only_chg=f.bool('only_chg'), headers_only=headers_only, header_section=f.get('header_section') or None,
                                  dialog_name=name)
@@ -132,10 +132,10 @@ def rm_msg_(self:DhServer, f:Form):
 
 @endpoint()
 def add_runq_(self:DhServer, f:Form):
-    "Queue messages `ids` to run, in order, in the background"
+    "Queue messages `ids` (or the one `id_`, as solveit-client sends it) to run, in order, in the background"
     name = self.dlg(f)
-    ids = f.ids('ids')
-    if not ids: raise BadArgumentError("no message ids given (ids)")
+    ids = f.ids('ids') or ([f.get('id_')] if f.get('id_') else [])
+    if not ids: raise BadArgumentError("no message ids given (ids or id_)")
     self.dm.queue_run(ids, dialog_name=name)
     return {'status': 'queued', 'ids': ids}
 
@@ -239,6 +239,26 @@ def stop_kernel_(self:DhServer, f:Form):
 def rm_dialog_(self:DhServer, f:Form):
     "Delete dialog (or folder) `name`, closing whatever is open in it"
     return {'success': f'deleted "{self.dm.remove_dialog(norm_name(f.get("name")))["deleted"]}"'}
+
+# %% ../nbs/27_server_api.ipynb #b2c3d4e5
+@endpoint()
+def run_all_(self:DhServer, f:Form):
+    "Queue every code message of dialog `dlg_name` to run, top to bottom"
+    name = self.dlg(f)
+    ids = [m['id'] for m in self.dm.messages(name) if m['msg_type'] == 'code']
+    if ids: self.dm.queue_run(ids, dialog_name=name)
+    return {'status': 'queued', 'ids': ids}
+
+@endpoint()
+def reset_(self:DhServer, f:Form):
+    "A fresh kernel for dialog `dlg_name` (what runs is stopped, the run queue dropped)"
+    self.dm.restart_kernel(self.dlg(f))
+    return {'success': 'kernel restarted'}
+
+@endpoint()
+def stop_(self:DhServer, f:Form):
+    "Interrupt what dialog `dlg_name` runs now, and drop its queued runs"
+    return self.interrupt_(f)
 
 # %% ../nbs/27_server_api.ipynb #62319db8
 @endpoint('async')

@@ -16,6 +16,8 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 # The real dialoghelper client (0.2.41, needs Python 3.12) in its own cached venv: built once (~90 s), then only checked.
 python tests/dh_venv.py >/dev/null
+# The real solveit-client (0.1.0) in its own cached venv (a few seconds: httpx and fastcore).
+python tests/sc_venv.py >/dev/null
 # ---- end: tests/test_server.py ----
 
 # ---- begin: tests/test_agents*.py (agents: tmux, git; textual and watchfiles come from pyproject) ----
@@ -52,5 +54,7 @@ python -m jupyter kernelspec list 2>/dev/null | grep -q python3 || python -m ipy
 # ---- begin: tests/test_conformance.py (nbclient conformance suite) ----
 # pandas (the pandas probe), papermill (papermill's own notebooks run it), sympy and scipy (the IPython example
 # notebooks import them) are dev dependencies, installed above with .[dev].
+# nbclient's runs of the notebooks (what the tests compare with) are made by the tests, in this environment, and
+# cached in ~/.cache/headlesnb/conformance/ (a few minutes the first time, and after any upgrade).
 python -m ipykernel install --sys-prefix >/dev/null 2>&1 || true
 # ---- end: tests/test_conformance.py ----

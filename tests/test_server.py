@@ -21,7 +21,7 @@ from conftest import free_port
 
 HERE, REPO = Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
-import dh_venv  # noqa: E402
+import dh_venv, sc_venv  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -78,6 +78,12 @@ def dh_python():
     return str(dh_venv.ensure_venv())  # no Python 3.12 is a failure, not a skip: CI must run the real client
 
 
+@pytest.fixture(scope='session')
+def sc_python():
+    "The Python of solveit-client's own venv (built on first use, then cached)"
+    return str(sc_venv.ensure_venv())
+
+
 @pytest.fixture(scope='module')
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp('dialogs')
@@ -86,7 +92,7 @@ def server(tmp_path_factory):
 
 def run_client(py, script, srv, dialog, timeout=180) -> dict:
     "Run a client script in the client's venv against `srv`; it must succeed; its RESULT"
-    env = {**os.environ, '__DIALOG_NAME': dialog, 'DH_PORT': str(srv.port)}
+    env = {**os.environ, '__DIALOG_NAME': dialog, 'DH_PORT': str(srv.port), 'SOLVEIT_URL': srv.url}
     env.pop('PYTHONPATH', None)
     t0 = time.monotonic()
     r = subprocess.run([py, str(HERE / script)], env=env, capture_output=True, text=True, timeout=timeout, cwd=srv.root)
@@ -115,6 +121,14 @@ def test_real_client(server, dh_python):
     assert server.ok('stop_kernel_', name='main') == {'success': 'dialog stopped'}
     assert file_messages(server.root / 'main.ipynb') == res['final']
     assert not (server.root / 'other.ipynb').exists() and not (server.root / 'folder').exists()  # rm_dialog removed them
+
+
+def test_solveit_client(server, sc_python):
+    "solveit-client 0.1.0, a second real client written against Solveit itself: every call, checked by its effect"
+    res = run_client(sc_python, 'sc_client_script.py', server, 'sc/main')
+    assert res['stop_seconds'] < 3
+    assert not (server.root / 'sc' / 'main.ipynb').exists()  # the client deleted its dialog
+    assert [t for _, t, _ in res['final']] == ['note', 'note', 'note', 'code', 'code', 'code', 'code', 'code']
 
 
 # ---------------------------------------------------------------- the browser
