@@ -6,6 +6,6 @@ from .notebook import NotebookManager
 from .dialog import DialogManager
 from .workspace import WorkspaceManager
 from .agents import AgentManager
-from . import ws_files, ws_editors, ws_tools, ws_todos, ws_augments  # each adds its idea to every Workspace
+from . import ws_files, ws_editors, ws_tools, ws_todos, ws_augments, ws_structure  # each adds its idea to every Workspace
 from .engine import Engine
 from .run import execute_notebook, NotebookExecutionError, PapermillExecutionError

@@ -7,7 +7,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'grammar', 'extract', 'notebook_source', 'parse_file', 'python_module', 'module_of', 'Symbol', 'CodeMap',
            'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer', 'SearchIndex', 'open_codemap']
 
-# %% ../nbs/17_codemap.ipynb #31b444a4
+# %% ../nbs/17_codemap.ipynb #9d9a89ce
 import hashlib, json, os, re, sqlite3, stat, subprocess, threading, time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .errors import *
 from .utils import check_int, check_str
 
-# %% ../nbs/17_codemap.ipynb #6e9a29c6
+# %% ../nbs/17_codemap.ipynb #44929886
 EXTENSIONS = {
     '.py': 'python', '.pyi': 'python', '.ipynb': 'notebook',
     '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascript',
@@ -37,7 +37,7 @@ def lang_of(path:str) -> str|None:
     "The tree-sitter language (or 'notebook') of a file, by its extension; None: not code we index"
     return EXTENSIONS.get(os.path.splitext(path)[1])
 
-# %% ../nbs/17_codemap.ipynb #c84d1346
+# %% ../nbs/17_codemap.ipynb #6a497484
 # Which node kinds are definitions, names, calls and imports, read from each grammar's own list of kinds: one rule
 # for every language of the pack, so a grammar we never looked at still gives its functions and classes
 _DEF = re.compile(r'^(?:abstract_|generator_)?(class|function|method|struct|interface|enum|trait|impl|module|namespace|'
@@ -79,7 +79,7 @@ def grammar(name:str) -> Grammar|None:
     try: return Grammar(name)
     except (LookupError, ValueError, ImportError, OSError): return None
 
-# %% ../nbs/17_codemap.ipynb #17914d40
+# %% ../nbs/17_codemap.ipynb #ff8a32ee
 _FN_VALUES = {'arrow_function', 'function_expression', 'function', 'generator_function', 'class'}
 
 def _text(src:bytes, n) -> str: return src[n.start_byte:n.end_byte].decode('utf-8', 'replace')
@@ -239,7 +239,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
     return dict(syms=syms, refs=[(k[0] if k[1] else k[0].decode('utf-8', 'replace'), k[1], _lines(v)) for k, v in refs.items()],
                 error='syntax errors (indexed as far as the parser got)' if tree.root_node.has_error else '')
 
-# %% ../nbs/17_codemap.ipynb #64888f43
+# %% ../nbs/17_codemap.ipynb #438335bc
 _MAGIC = re.compile(r'^\s*[%!]')
 
 def notebook_source(data:bytes) -> tuple:
@@ -278,7 +278,7 @@ def _parse_batch(batch:list) -> list:
     "Worker: `parse_file` over (full, rel, lang, module, max_bytes) tuples"
     return [(b[1], parse_file(*b)) for b in batch]
 
-# %% ../nbs/17_codemap.ipynb #824d2bd3
+# %% ../nbs/17_codemap.ipynb #4fe92a00
 def python_module(rel:str, is_pkg) -> str:
     "The dotted name Python imports file `rel` by: up through folders that are packages (`is_pkg(folder)`), `__init__` dropped"
     parts = rel[:-len(os.path.splitext(rel)[1])].split('/')
@@ -294,7 +294,7 @@ def module_of(rel:str, lang:str, is_pkg, head:bytes=b'') -> str:
     if lang == 'go': return os.path.dirname(rel) or '.'
     return os.path.splitext(rel)[0]
 
-# %% ../nbs/17_codemap.ipynb #a2865211
+# %% ../nbs/17_codemap.ipynb #78919e6b
 DB_PATH = '.headlesnb/codemap.sqlite'
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -356,7 +356,7 @@ class CodeMap:
     def _set_meta(self, **kw): self.con.executemany('INSERT OR REPLACE INTO meta VALUES (?, ?)', [(k, str(v)) for k, v in kw.items()])
     def close(self): self.con.close()
 
-# %% ../nbs/17_codemap.ipynb #bae9c863
+# %% ../nbs/17_codemap.ipynb #d2c67d1d
 def _git_files(root:Path) -> list|None:
     "Files git tracks or would track under `root` (ignored ones left out); None outside a git work tree or without git"
     if not any((p / '.git').exists() for p in (root, *root.parents)): return None
@@ -396,7 +396,7 @@ def _listed(self:CodeMap) -> dict:
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes: res[rel] = st
     return res
 
-# %% ../nbs/17_codemap.ipynb #de977d79
+# %% ../nbs/17_codemap.ipynb #2f9bef9b
 @patch
 def _is_pkg(self:CodeMap, folder:str) -> bool:
     c = self._pkgs
@@ -479,10 +479,11 @@ def refresh(self:CodeMap, progress=None) -> dict:
             cur.execute('ROLLBACK'); raise
         finally:
             if bulk: cur.executescript(_SCHEMA)
-        if k := [p for p in changed + removed][:50]: self.recent = (k + [p for p in self.recent if p not in k])[:50]
+        if (k := changed + removed) and len(k) <= 50 and len(self.known) > len(changed):  # edits, not a first build
+            self.recent = (k + [p for p in self.recent if p not in k])[:50]
         return dict(files=len(listed), changed=len(changed), removed=len(removed), seconds=round(time.perf_counter() - t0, 3))
 
-# %% ../nbs/17_codemap.ipynb #3d9cd8e3
+# %% ../nbs/17_codemap.ipynb #5973a955
 _COLS = 's.id, s.file, s.qual, s.name, s.kind, s.start, s."end", s.top, s.sig, s.doc, s.bases'
 
 @patch
@@ -575,7 +576,7 @@ def outline(self:CodeMap, path:str) -> list:
     with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],)).fetchall()
     return [self._symbol(r) for r in rows]
 
-# %% ../nbs/17_codemap.ipynb #c7c97688
+# %% ../nbs/17_codemap.ipynb #02274e6f
 @patch
 def _rows(self:CodeMap, sql:str, args=()) -> list:
     with self.lock: return self.con.execute(sql, args).fetchall()
@@ -671,7 +672,7 @@ def imports(self:CodeMap, module:str) -> dict:
     return dict(module=', '.join(mods), files=[self.files[f][0] for f in fids], imports=sorted(out, key=lambda r: (r['path'], r['line'])),
                 imported_by=sorted(by, key=lambda r: (r['path'], r['line'])))
 
-# %% ../nbs/17_codemap.ipynb #bcac6d92
+# %% ../nbs/17_codemap.ipynb #60a7d983
 @patch
 def all_symbols(self:CodeMap) -> dict:
     "{file id: [(qual, name, kind, start, end, top, sig, doc)]} of the whole index, in line order; kept up by `refresh`"
@@ -683,7 +684,12 @@ def all_symbols(self:CodeMap) -> dict:
             self._mem = mem
         return self._mem
 
-# %% ../nbs/17_codemap.ipynb #61de578a
+@patch
+def counts(self:CodeMap) -> dict:
+    "How many files and symbols the index holds"
+    return dict(files=len(self.files), symbols=sum(len(v) for v in self.all_symbols().values()))
+
+# %% ../nbs/17_codemap.ipynb #6e03ce6e
 import builtins
 _BUILTINS = set(dir(builtins)) | {'self', 'cls', 'this', 'super', 'new', 'init', 'main'}  # names that mean the language's own
 RANK_TTL = 60.0  # seconds a ranking is reused after the index changed (new symbols rank last until then)
@@ -732,7 +738,7 @@ def ranking(self:CodeMap) -> Ranking:
         self._ranking = Ranking(self.generation, time.monotonic(), pr, score, nbrs, order)
         return self._ranking
 
-# %% ../nbs/17_codemap.ipynb #55679ddb
+# %% ../nbs/17_codemap.ipynb #acbb924d
 def _line(row, cells=None) -> str:
     "A symbol as the tree shows it: its signature (or kind and name) and its lines (in a notebook: its cell's)"
     qual, name, kind, start, end, top, sig, doc = row
@@ -845,7 +851,7 @@ def _tree_text(self:CodeMap, shown:dict, extra:dict) -> str:
             out.append(f"{ind}  {'  ' * rows[j][0].count('.')}{_line(rows[j], cells)}")
     return '\n'.join(out)
 
-# %% ../nbs/17_codemap.ipynb #c7837b79
+# %% ../nbs/17_codemap.ipynb #6e749643
 _SUB = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
 _WORDS = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
@@ -942,14 +948,14 @@ def search(self:CodeMap, query:str, k:int=10) -> list:
         if kind == 'symbol':
             r = next((r for r in mem.get(fid, ()) if r[0] == j), None)  # where it is now
             if r is None: continue
-            out.append(dict(kind='symbol', score=round(float(sc[i]), 3), qname=self._qname(fid, r[0]), path=self.files[fid][0],
+            out.append(dict(kind='symbol', score=round(float(sc[i]), 3), qname=self._qname(fid, r[0]), qual=r[0], path=self.files[fid][0],
                             start=r[3], end=r[4], loc=self.loc(fid, r[3]), sig=r[6]))
         else:
             a = max(1, j * CHUNK_LINES); b = (j + 1) * CHUNK_LINES - 1
             out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], start=a, end=b, loc=self.loc(fid, a)))
     return out
 
-# %% ../nbs/17_codemap.ipynb #254c5955
+# %% ../nbs/17_codemap.ipynb #adae9fcb
 _OPEN, _OPEN_LOCK = {}, threading.Lock()
 
 def open_codemap(root, **kw) -> CodeMap:
