@@ -18,6 +18,7 @@ def _parser():
     sub.add_parser('run', help="execute notebooks headlessly, papermill's options (headlesnb run --help)", add_help=False)
     sub.add_parser('mcp', help='MCP server for AI assistants (headlesnb mcp --help)', add_help=False)
     sub.add_parser('serve', help='dialoghelper-compatible HTTP server (headlesnb serve --help)', add_help=False)
+    sub.add_parser('proxy', help='Anthropic API proxy putting the workspace into every request of Claude Code or an SDK client (headlesnb proxy --help)', add_help=False)
     for c in AGENT_COMMANDS: sub.add_parser(c, help=f'subagents (headlesnb {c} --help)', add_help=False)
     return p
 
@@ -27,6 +28,9 @@ def main(argv=None) -> int:
     if argv and argv[0] == 'run':
         from headlesnb.run import run_main
         return run_main(argv[1:])
+    if argv and argv[0] == 'proxy':
+        from headlesnb.proxy import proxy_main
+        return proxy_main(argv[1:])
     if argv and argv[0] in AGENT_COMMANDS:
         from headlesnb.agents_ui import agents_main
         return agents_main(argv)

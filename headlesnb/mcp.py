@@ -757,11 +757,11 @@ def register_dialog_tools(srv:MCPServer, dialogs, opts:McpOptions) -> 'DialogToo
         srv.add_tool(getattr(tools, name), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
     return tools
 
-def _on_workspace(wm, name:str, tool):
-    "An MCP tool running workspace tool `tool` in the workspace named by its extra `workspace` argument"
+def _on_workspace(wm, name:str, tool, default:str='default', opt_in=()):
+    "An MCP tool running workspace tool `tool` in the workspace named by its extra `workspace` argument (`opt_in`: the opt-in tools offered)"
     sig = inspect.signature(tool)
-    def call(workspace:str='default', **kw): return wm.open_workspace(workspace).tools()[name](**kw)
-    ws_param = inspect.Parameter('workspace', inspect.Parameter.KEYWORD_ONLY, default='default',
+    def call(workspace:str=default, **kw): return wm.open_workspace(workspace).tools(opt_in=opt_in)[name](**kw)
+    ws_param = inspect.Parameter('workspace', inspect.Parameter.KEYWORD_ONLY, default=default,
                                  annotation=Annotated[str, Field(description="Workspace to act on; its state is kept in <workspace>.workspace.json")])
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()] + [ws_param]
     call.__signature__ = sig.replace(parameters=params, return_annotation=str)
@@ -769,17 +769,21 @@ def _on_workspace(wm, name:str, tool):
     call.__name__, call.__doc__ = name, tool.__doc__
     return call
 
-def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions):
-    "Add a `WorkspaceManager`'s tools (one per container, with an `operation` argument) and `workspace_view` to `srv`"
+def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions, default:str='default', shell:bool=False):
+    "Add a `WorkspaceManager`'s tools (one per container, with an `operation` argument), `tool_results` and `workspace_view` to `srv`; `default`: the workspace they act on unless told; `shell`: offer the shell tool"
     from headlesnb.workspace import Workspace, TOOL_NAMES
-    wm = workspace
-    template = Workspace(wm, 'default', wm.root / 'default.workspace.json').tools()  # for the signatures only: writes nothing
-    for name in TOOL_NAMES:
-        ann = _RO if name == 'grep' else _EDIT
-        srv.add_tool(_on_workspace(wm, name, template[name]), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
+    from headlesnb.paths import check_name
+    from headlesnb import proxy  # its part and tool: tool results closed by tool_use id, which headlesnb proxy stubs
+    wm, default = workspace, check_name(default, 'workspace name')
+    opt_in = ('tool_results', *(('shell',) if shell else ()))
+    template = Workspace(wm, default, wm.root / 'default.workspace.json').tools(opt_in=opt_in)  # for the signatures only: writes nothing
+    for name in [*TOOL_NAMES, *opt_in]:
+        ann = _RO if name == 'grep' else _RUN if name == 'shell' else _EDIT
+        srv.add_tool(_on_workspace(wm, name, template[name], default, opt_in), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
     def workspace_view(workspace:Annotated[str, Field(description="Workspace to show")]='default') -> str:
         "The workspace as a model's context shows it: file windows, editors, tool results, notifications, todos, augments."
         return wm.open_workspace(workspace).render()
+    workspace_view.__defaults__ = (default,)
     srv.add_tool(workspace_view, annotations=ToolAnnotations(title='Workspace view', **_RO), structured_output=False)
 
 # %% ../nbs/24_mcp.ipynb #9e447a2b
@@ -899,7 +903,8 @@ update_msg/del_msgs/run_msg/execute_prompt with an optional dialog_name. Workspa
 todos, ...) act on a named workspace; a dialog's prompts see the workspace of the same name."""
 
 def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_limit:int=20_000, *, engine:Engine|None=None,
-                 timeout:float=120.0, progress_interval:float=2.0, name:str='headlesnb', durable:bool=True) -> MCPServer:
+                 timeout:float=120.0, progress_interval:float=2.0, name:str='headlesnb', durable:bool=True,
+                 workspace:str='default', shell:bool=False) -> MCPServer:
     "An MCP server with the notebook, dialog and workspace tools over `engine` (default: a new `Engine(root)`, closed when the server stops)"
     eng = engine if engine is not None else Engine(root, durable=durable)
     opts = McpOptions(images=images, image_max_bytes=image_max_bytes, text_limit=text_limit,
@@ -919,7 +924,7 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
     register_notebook_tools(srv, eng.notebooks, opts, peers=[eng.dialogs])
     register_prompts(srv, eng.notebooks)
     register_dialog_tools(srv, eng.dialogs, opts)
-    register_workspace_tools(srv, eng.workspaces, opts)
+    register_workspace_tools(srv, eng.workspaces, opts, workspace, shell)
     register_agent_tools(srv, eng.agents, opts)
     return srv
 
@@ -957,6 +962,8 @@ def mcp_parser() -> argparse.ArgumentParser:
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='HTTP: also accept this Host name (repeatable; * for any)')
     p.add_argument('--no-images', action='store_true', help='send image outputs as one-line notes, not MCP images')
     p.add_argument('--timeout', type=float, default=120.0, help='default seconds a run may take when a tool says timeout=0 (default 120, as jupyter-mcp-server)')
+    p.add_argument('--workspace', default='default', metavar='NAME', help="the workspace the workspace tools act on unless told (default: default, the one headlesnb proxy adds)")
+    p.add_argument('--shell', action='store_true', help='offer the shell tool: any bash command in the root, as you (off by default: text the model reads could make it run anything)')
     add_kernel_args(p)
     return p
 
@@ -972,7 +979,7 @@ def mcp_main(argv=None):
     if a.transport == 'http' and not is_loopback(a.host) and not token:
         sys.exit(f"headlesnb mcp: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
                  "Pass --token (or set HEADLESNB_MCP_TOKEN), or bind 127.0.0.1")
-    try: srv = build_server(images=not a.no_images, timeout=a.timeout,
+    try: srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell,
                             engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token))
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")
     root = srv.engine.root

@@ -447,9 +447,10 @@ def model_int(v, zero_unset:bool=False):
     return None if zero_unset and v in (0, '', None) else v
 
 @patch
-def tools(self:Workspace, shell:bool=False, extra:dict|None=None) -> dict:
-    "The workspace's tools `{name: function}` for an LLM (`shell` adds one running bash in the root; `extra` functions are wrapped with `wrap_tool`)"
-    res = {n: _TOOLS[n](self) for n in [*TOOL_NAMES, *(['shell'] if shell else [])]}
+def tools(self:Workspace, shell:bool=False, extra:dict|None=None, opt_in=()) -> dict:
+    "The workspace's tools `{name: function}` for an LLM (`shell` adds one running bash in the root; `opt_in` names other opt-in tools; `extra` functions are wrapped with `wrap_tool`)"
+    if (bad := [n for n in opt_in if n not in _TOOLS]): raise BadArgumentError(f"no workspace tool named {bad[0]!r}")
+    res = {n: _TOOLS[n](self) for n in [*TOOL_NAMES, *(['shell'] if shell else []), *opt_in]}
     for n, f in (extra or {}).items(): res[n] = self.wrap_tool(f, n)
     return res
 

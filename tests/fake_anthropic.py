@@ -36,7 +36,7 @@ Usage is estimated (about 4 characters per token) and prompt caching is simulate
 With `validate=True` (default) requests are checked for mistakes the real API rejects with a 400
 (empty text, tool_use without tool_result, more than 4 cache breakpoints, bad thinking budget, bad tool names).
 """
-import json, re, threading, time, hashlib, itertools
+import json, re, socket, threading, time, hashlib, itertools
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
 __all__ = ['FakeAnthropic']
@@ -66,7 +66,7 @@ def _blocks(c):
 
 def _strip_cc(o):
     if isinstance(o, dict): return {k: _strip_cc(v) for k, v in o.items() if k != 'cache_control'}
-    if isinstance(o, list): return [_strip_cc(v) for v in o]
+    if isinstance(o, (list, tuple)): return [_strip_cc(v) for v in o]  # (the usage items are (where, block) tuples)
     return o
 
 
@@ -270,6 +270,10 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeAnthropic = None
 
     def log_message(self, *args): pass
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a reply's head and body are two writes: no Nagle delay
 
     def _send_json(self, status, obj, headers=None):
         data = json.dumps(obj).encode()
