@@ -58,3 +58,19 @@ python -m jupyter kernelspec list 2>/dev/null | grep -q python3 || python -m ipy
 # cached in ~/.cache/headlesnb/conformance/ (a few minutes the first time, and after any upgrade).
 python -m ipykernel install --sys-prefix >/dev/null 2>&1 || true
 # ---- end: tests/test_conformance.py ----
+
+# ---- begin: tests/test_proxy.py (headlesnb proxy; the real Claude Code CLI) ----
+# Claude Code, pinned (2.1.332 ships a native binary; Node 20's npm would otherwise pick 2.1.197), cached in its own folder.
+CC_DIR="$HOME/.cache/headlesnb/claude-code-2.1.332"
+if [ ! -x "$CC_DIR/node_modules/.bin/claude" ]; then
+    if ! command -v npm >/dev/null; then
+        if [ "$(id -u)" = 0 ]; then apt-get update -q >/dev/null && apt-get install -y -q nodejs npm >/dev/null
+        else sudo apt-get update -q >/dev/null && sudo apt-get install -y -q nodejs npm >/dev/null
+        fi
+    fi
+    mkdir -p "$CC_DIR"
+    [ -f "$CC_DIR/package.json" ] || echo '{"private": true}' > "$CC_DIR/package.json"
+    npm install --prefix "$CC_DIR" --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@2.1.332 >/dev/null
+fi
+"$CC_DIR/node_modules/.bin/claude" --version >/dev/null
+# ---- end: tests/test_proxy.py ----

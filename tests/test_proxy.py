@@ -385,10 +385,11 @@ def test_setup_proxy(tmp_path):
 
 
 # ---------------------------------------------------------------- the real Claude Code CLI as the client
-@pytest.mark.skipif(not CC.exists(), reason=f'Claude Code {CC_VERSION} is not installed (tests/setup.sh installs it)')
+@pytest.mark.skipif(os.environ.get('HEADLESNB_NO_CLAUDE_CODE') == '1', reason='HEADLESNB_NO_CLAUDE_CODE=1')
 def test_claude_code_through_the_proxy(tmp_path):
     """Claude Code reads a file, opens a file window over MCP, then closes its Read result by tool_use id: the window
     is in the next request and never in its transcript; the closed result is a stub; its cache prefixes hold"""
+    assert CC.exists(), f'Claude Code {CC_VERSION} is not installed at {CC}: run tests/setup.sh (or set HEADLESNB_NO_CLAUDE_CODE=1 to skip)'
     root, home = tmp_path / 'root', tmp_path / 'home'
     root.mkdir(); home.mkdir()
     (root / 'notes.txt').write_text('MARKER-LINE-ONE\nsecond line\n')
