@@ -8,8 +8,9 @@ __all__ = ['HEADER', 'SECRET_HEADERS', 'HOP_HEADERS', 'DEFAULT_UPSTREAM', 'MAX_R
            'Proxy', 'check_upstream', 'ProxyServer', 'serve', 'setup_proxy', 'setup_proxy_main', 'proxy_parser',
            'proxy_main']
 
-# %% ../nbs/30_proxy.ipynb #6cb95694
+# %% ../nbs/30_proxy.ipynb #3385e59f
 import argparse, http.server, itertools, json, os, re, socket, socketserver, sys, threading, time
+from collections import deque
 from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
@@ -20,7 +21,7 @@ from .workspace import Workspace, WorkspaceManager, STATE_SUFFIX, add_part, add_
 from .document import _sig
 from .security import Guard, is_loopback, bracket
 
-# %% ../nbs/30_proxy.ipynb #2905e655
+# %% ../nbs/30_proxy.ipynb #19df140e
 _TOOL_USE_ID = re.compile(r'[A-Za-z0-9_-]{1,128}')
 
 def _check_ids(ids) -> list:
@@ -56,7 +57,7 @@ add_part('closed_results', init=lambda ws: setattr(ws, 'closed_results', []), sa
          info=lambda ws: dict(closed_results=len(ws.closed_results)))
 add_tool('tool_results', _tool_results, opt_in=True)
 
-# %% ../nbs/30_proxy.ipynb #05c2f5a6
+# %% ../nbs/30_proxy.ipynb #ca7150d5
 class ReadOnlyWorkspace(Workspace):
     "A workspace read from its state file that never writes it (the MCP server owns it)"
     def save(self, force:bool=False) -> bool: return False
@@ -82,16 +83,18 @@ class WorkspaceReader:
         "(text, closed tool_use ids): the workspace rendered now, with `activity` lines as notifications of this request"
         ws = self.current()
         with ws.lock:
-            notes = [ws.notify(a) for a in activity]
-            try: return ws.render(), set(ws.closed_results)
-            finally:
-                for n in notes: ws.notifications.remove(n)
+            kept = ws.notifications, ws._note_n
+            ws.notifications = deque(ws.notifications, maxlen=ws.notifications.maxlen)  # a copy: the notes are for this request only
+            try:
+                for a in activity: ws.notify(a)
+                return ws.render(), set(ws.closed_results)
+            finally: ws.notifications, ws._note_n = kept
 
 def _stat_sig(path):
     try: return _sig(os.stat(path))
     except OSError: return None
 
-# %% ../nbs/30_proxy.ipynb #f62472e9
+# %% ../nbs/30_proxy.ipynb #32e4f067
 HEADER = 'The headlesnb workspace as it is now (rendered for this request only; change it with the workspace tools):'
 
 def _text_of(content) -> str:
@@ -149,7 +152,7 @@ def activity(body:dict) -> list:
             + ('error' if errors.get(b.get('id')) else 'ok' if b.get('id') in errors else 'no result')
             for b in _blocks(msgs[last]) if isinstance(b, dict) and b.get('type') == 'tool_use']
 
-# %% ../nbs/30_proxy.ipynb #4ff9b7d5
+# %% ../nbs/30_proxy.ipynb #bccdc4bb
 SECRET_HEADERS = ('x-api-key', 'authorization', 'proxy-authorization', 'cookie', 'x-headlesnb-token')
 _KEY_RE = re.compile(r'sk-ant-[A-Za-z0-9_-]+')
 
@@ -178,7 +181,7 @@ class RequestLog:
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, 'w') as f: json.dump(d, f, ensure_ascii=False, indent=1)
 
-# %% ../nbs/30_proxy.ipynb #3aa9a94c
+# %% ../nbs/30_proxy.ipynb #6769f744
 HOP_HEADERS = {'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
                'transfer-encoding', 'upgrade', 'host', 'content-length', 'accept-encoding', 'x-headlesnb-token'}
 DEFAULT_UPSTREAM = 'https://api.anthropic.com'
@@ -235,7 +238,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.api_error(413, f'request body over {MAX_REQUEST:,} bytes', 'request_too_large')
         return None
 
-# %% ../nbs/30_proxy.ipynb #eb6972ca
+# %% ../nbs/30_proxy.ipynb #a0e55143
 class Proxy:
     "Forwards requests to `upstream`, adding the workspace of `root` to every Messages request"
     def __init__(self, root, upstream:str=DEFAULT_UPSTREAM, workspace:str='default', host:str='127.0.0.1', port:int=8787,
@@ -269,7 +272,7 @@ class Proxy:
     def handle(self, h):
         if (why := self.refusal(h)):
             h.close_connection = True
-            return h.api_error(why[0], f'headlesnb proxy: {why[1]}', 'permission_error' if why[0] == 403 else 'invalid_request_error')
+            return h.api_error(why[0], f'headlesnb proxy: {why[1]}', {401: 'authentication_error', 403: 'permission_error'}.get(why[0], 'invalid_request_error'))
         if (body := h.read_body()) is None: return
         try: body = self.body_for_upstream(h.path, body) if h.command == 'POST' else body
         except HeadlesnbError as e:  # a corrupt workspace state: say so, forward nothing
@@ -278,7 +281,7 @@ class Proxy:
         answer = self.forward(h, body, headers)
         if self.log: self.log.write(h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, body, *answer)
 
-# %% ../nbs/30_proxy.ipynb #3b00c1af
+# %% ../nbs/30_proxy.ipynb #ba0cf7f6
 def _send_head(h, status:int, headers, chunked:bool):
     hs = [(k, v) for k, v in headers if k.lower() not in HOP_HEADERS and not k.lower().startswith('access-control-')]
     head = [f'HTTP/1.1 {status} {h.responses.get(status, ("",))[0]}'] + [f'{k}: {v}' for k, v in hs]
@@ -338,7 +341,7 @@ def check_upstream(url:str) -> str:
         raise BadArgumentError(f"upstream must be an http(s) URL such as {DEFAULT_UPSTREAM}, not {url!r}")
     return url.rstrip('/')
 
-# %% ../nbs/30_proxy.ipynb #b8bf509d
+# %% ../nbs/30_proxy.ipynb #154484aa
 class ProxyServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     "A thread per connection, serving `proxy` on the listening socket `sock`"
     daemon_threads, block_on_close = True, False
@@ -356,7 +359,7 @@ def serve(root, upstream:str, port:int=0, **kw) -> ProxyServer:
     threading.Thread(target=srv.serve_forever, kwargs=dict(poll_interval=0.1), daemon=True).start()
     return srv
 
-# %% ../nbs/30_proxy.ipynb #5d8eeb5b
+# %% ../nbs/30_proxy.ipynb #a8b1f171
 def _load_json(path:Path) -> dict:
     try: d = json.loads(path.read_text()) if path.exists() and path.read_text().strip() else {}
     except (ValueError, UnicodeDecodeError) as e: raise CorruptFileError(f"{path} is not valid JSON ({e}): fix it, then run setup again") from None
@@ -399,7 +402,7 @@ def setup_proxy_main(root='.', port:int=8787) -> int:
     print(f"start it before Claude Code, in this folder: headlesnb proxy --root {Path(root).expanduser().resolve()} --port {port}")
     return 0
 
-# %% ../nbs/30_proxy.ipynb #ee9e1b65
+# %% ../nbs/30_proxy.ipynb #fe96442c
 TOKEN_ENV = 'HEADLESNB_PROXY_TOKEN'
 
 def proxy_parser() -> argparse.ArgumentParser:
@@ -437,6 +440,6 @@ def proxy_main(argv=None) -> int:
           f"start clients with ANTHROPIC_BASE_URL={url}", flush=True)
     return run_quietly(srv.serve_forever)
 
-# %% ../nbs/30_proxy.ipynb #e66c9247
+# %% ../nbs/30_proxy.ipynb #9e805039
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
 if __name__ == '__main__' and not in_notebook(): sys.exit(proxy_main())
