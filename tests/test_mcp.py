@@ -97,7 +97,8 @@ def test_tools_and_schemas(tmp_path):
             assert set(tools['read_notebook'].input_schema['properties']) >= {'notebook_name', 'response_format', 'start_index', 'limit'}
             assert set(tools['list_files'].input_schema['properties']) == {'path', 'max_depth', 'start_index', 'limit', 'pattern'}
             # a cell may be named by index or id
-            assert {a['type'] for a in tools['read_cell'].input_schema['properties']['cell_index']['anyOf']} == {'integer', 'string'}
+            assert set(tools['read_cell'].input_schema['properties']['cell_index']['type']) == {'integer', 'string', 'null'}
+            assert set(tools['read_cell'].input_schema['properties']) == {'cell_index', 'cell_id', 'include_outputs', 'notebook_name'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
                 if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files', 'connect_to_jupyter',
                                 'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'):
@@ -117,29 +118,29 @@ def test_tools_and_schemas(tmp_path):
 def test_edit_read_round_trip(tmp_path):
     async def main():
         async with stdio_session(tmp_path) as s:
-            assert await ok(s, 'use_notebook', notebook_name='nb', mode='create') == \
-                "created notebook 'nb' (nb.ipynb, 0 cells); it is now the active notebook"
+            assert (await ok(s, 'use_notebook', notebook_name='nb', mode='create')).splitlines()[:2] == \
+                ["[INFO] Successfully activate notebook 'nb'.", "created notebook 'nb' (nb.ipynb, 0 cells); it is now the active notebook"]
             r = await ok(s, 'insert_cell', cell_index=-1, cell_type='markdown', cell_source='# Title', notebook_name='nb')
-            assert r.startswith('inserted markdown cell 0 (id ') and 'the notebook has 1 cell, showing surrounding cells:' in r
-            md_id = r.split('(id ')[1].split(',')[0]
+            assert r.startswith('Cell inserted successfully at index 0 (markdown)!\nid ') and 'Notebook now has 1 cells, showing surrounding cells:' in r
+            md_id = r.split('\nid ')[1].split(',')[0]
             await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='a = 1\nb = 2', notebook_name='nb')
             await ok(s, 'insert_cell', cell_index=0, cell_type='raw', cell_source='raw text')
             brief = await ok(s, 'read_notebook', notebook_name='nb')
-            lines = brief.splitlines()
-            assert lines[0] == "notebook 'nb' (nb.ipynb): 3 cells; cells 0-2"
+            lines = brief.splitlines()[1:]
+            assert brief.splitlines()[0] == 'Notebook nb has 3 cells.' and lines[0] == "notebook 'nb' (nb.ipynb): 3 cells; cells 0-2"
             assert lines[1].startswith('[0] raw · id ') and lines[2].startswith(f'[1] markdown · id {md_id} · hash ')
             assert lines[3].startswith('[2] code · id ') and '2 lines' in lines[3]
             r = await ok(s, 'edit_cell_source', cell_index=2, old_string='b = 2', new_string='b = 3', notebook_name='nb')
-            assert r.startswith('edited cell 2 (id ') and '-b = 2' in r and '+b = 3' in r
+            assert r.startswith('Cell 2 edited successfully!\nid ') and '-b = 2' in r and '+b = 3' in r
             r = await ok(s, 'read_cell', cell_index=md_id, notebook_name='nb')  # by id
-            assert r == f'[1] markdown · id {md_id} · hash {content_hash("# Title")}\n# Title'
+            assert r == f'=====Cell 1 | type: markdown | execution count: N/A=====\nid {md_id} · hash {content_hash("# Title")}\n# Title'
             r = await ok(s, 'read_cell', cell_index='2')  # an index sent as a string
-            assert r.startswith('[2] code · id ') and 'a = 1\nb = 3' in r
-            assert (await ok(s, 'move_cell', source_index=md_id, target_index=0)).startswith(f'moved cell {md_id} from index 1 to 0;')
+            assert r.startswith('=====Cell 2 | type: code | execution count: N/A=====\nid ') and 'a = 1\nb = 3' in r
+            assert (await ok(s, 'move_cell', source_index=md_id, target_index=0)).startswith(f'Cell moved successfully from index 1 to 0 (markdown).\nid {md_id}\n')
             r = await ok(s, 'overwrite_cell_source', cell_index=-1, cell_source='c = 3')
-            assert r.startswith('overwrote cell 2 (id ') and '+c = 3' in r
+            assert r.startswith('Cell 2 overwritten successfully!\nid ') and '+c = 3' in r
             r = await ok(s, 'delete_cell', cell_indices=[1])
-            assert r.startswith('deleted 1 cell; 2 cells left\n[1] raw · id ') and r.endswith('raw text')
+            assert r.startswith('Cell 1 (raw) deleted successfully.\nid ') and 'deleted cell source:\nraw text\n' in r and r.endswith('deleted 1 cell; 2 cells left')
             hist = await ok(s, 'history', notebook_name='nb')
             assert hist.startswith('undo (7, most recent last):') and 'delete 1 cell(s)' in hist
             assert (await ok(s, 'undo', steps=2)).startswith('undid delete 1 cell(s), overwrite cell source')
@@ -153,7 +154,7 @@ def test_edit_read_round_trip(tmp_path):
             assert nbs.splitlines()[0] == 'name\tpath\tcells\tkernel\tactive\tunsaved' and nbs.splitlines()[1].startswith('nb\tnb.ipynb\t3\t')
             files = await ok(s, 'list_files')
             assert 'nb.ipynb\tfile' in files
-            assert (await ok(s, 'unuse_notebook', notebook_name='nb')).startswith("closed notebook 'nb'")
+            assert (await ok(s, 'unuse_notebook', notebook_name='nb')).startswith("Notebook 'nb' unused successfully.\nclosed notebook 'nb'")
             assert 'no notebooks in use' in await ok(s, 'list_notebooks')
     run(main)
 
@@ -181,7 +182,7 @@ def test_errors_are_one_line_and_server_goes_on(tmp_path):
             assert not (tmp_path.parent / 'evil.ipynb').exists()
             # still serving, and nothing half-done
             assert await ok(s, 'ping') == 'pong'
-            assert (await ok(s, 'read_notebook')).splitlines()[0].endswith('1 cell; cells 0-0')
+            assert (await ok(s, 'read_notebook')).splitlines()[1].endswith('1 cell; cells 0-0')
     run(main)
 
 
@@ -190,24 +191,24 @@ def test_execute_and_outputs(tmp_path):
         async with stdio_session(tmp_path) as s:
             await ok(s, 'use_notebook', notebook_name='nb', mode='create')
             r = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='x = 6 * 7\nprint("hello")\nx')
-            assert r.startswith('inserted and ran cell 0 (id ') and ': ok [1]' in r.splitlines()[0]
-            assert r.splitlines()[1:] == ['hello', '42']
+            assert r.splitlines()[:3] == ['hello', '42', r.splitlines()[2]] and r.splitlines()[2].startswith('[COMPLETED in ')
+            assert r.splitlines()[3].startswith('inserted and ran cell 0 (id ') and r.endswith(': ok [1]')
             await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x + 1')
             r = await ok(s, 'execute_cell', cell_index=1)
-            assert r.splitlines()[0].endswith('ok [2]') and r.splitlines()[1] == '43'
-            assert (await ok(s, 'execute_code', code='x * 2')).splitlines() == ['code: ok [3]', '84']
-            assert (await ok(s, 'execute_code', code='y = 1')).splitlines() == ['code: ok [4]', '(no output)']
+            assert r.splitlines()[0] == '43' and r.endswith('ok [2]')
+            assert (await ok(s, 'execute_code', code='x * 2')).splitlines()[::2] == ['84', 'code: ok [3]']
+            assert (await ok(s, 'execute_code', code='y = 1')).splitlines()[1] == 'code: ok [4]'
             r = await ok(s, 'execute_code', code='from IPython.display import HTML, Markdown, display\n'
                                                  'display(HTML("<table><tr><td>a</td><td>b</td></tr></table>")); display(Markdown("**bold**"))')
-            assert r.splitlines()[1:] == ['a\tb', '**bold**']
+            assert r.splitlines()[:2] == ['a\tb', '**bold**']
             # an error in the code is a result (not a failed call), with a readable traceback
             r = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='def f(): return 1/0\nf()')
-            assert ': error [' in r.splitlines()[0] and 'ZeroDivisionError' in r and '\x1b' not in r
+            assert ': error [' in r.splitlines()[-1] and 'ZeroDivisionError' in r and '\x1b' not in r
             # outputs were stored in the cell
             r = await ok(s, 'read_cell', cell_index=0)
-            assert r.endswith('--- outputs:\nhello\n42')
-            assert 'cleared the outputs of 1 cell' == await ok(s, 'clear_cell_output', cell_index=0)
-            assert (await ok(s, 'read_cell', cell_index=0)).endswith('--- no outputs')
+            assert r.endswith('x = 6 * 7\nprint("hello")\nx\nhello\n42')
+            assert (await ok(s, 'clear_cell_output', cell_index=0)).startswith('Cell 0 output cleared successfully.\nid ')
+            assert (await ok(s, 'read_cell', cell_index=0)).endswith('print("hello")\nx')
             # a long text output is cut with a marker
             r = await ok(s, 'execute_code', code='print("x" * 100_000)')
             assert 'output truncated' in r and len(r) < 25_000
@@ -215,10 +216,10 @@ def test_execute_and_outputs(tmp_path):
             t0 = time.monotonic()
             r = await ok(s, 'execute_code', code='while True: pass', timeout=1)
             assert time.monotonic() - t0 < 30
-            assert 'timeout' in r.splitlines()[0], r
-            assert (await ok(s, 'execute_code', code='x')).splitlines()[1] == '42'
+            assert '[TIMEOUT ERROR: IPython execution exceeded 1 seconds and was interrupted]' in r and ': timeout [' in r, r
+            assert (await ok(s, 'execute_code', code='x')).splitlines()[0] == '42'
             # output written straight to the process's stdout (fd 1) must not corrupt the stdio protocol
-            assert (await ok(s, 'execute_code', code='import os; os.system("echo stray-output")')).startswith('code: ok')
+            assert (await ok(s, 'execute_code', code='import os; os.system("echo stray-output")')).splitlines()[-1].startswith('code: ok')
             assert await ok(s, 'ping') == 'pong'
             kernels = await ok(s, 'list_kernels')
             assert kernels.splitlines()[1].startswith('nb\t') and '\tidle\t' in kernels
@@ -244,7 +245,7 @@ def test_image_output(tmp_path):
             assert data[:8] == b'\x89PNG\r\n\x1a\n' and len(data) <= 200_000
             assert '<Figure' not in text(res)  # the figure's text repr adds nothing once the image is there
             res = await s.call_tool('read_cell', dict(cell_index=0))  # read_cell sends the stored image too
-            assert [type(b).__name__ for b in res.content] == ['TextContent', 'ImageContent']
+            assert [type(b).__name__ for b in res.content] == ['TextContent', 'TextContent', 'ImageContent']  # header, source, the image
             detailed = await ok(s, 'read_notebook', response_format='detailed')  # a notebook read only notes it
             assert '[image/png image, ' in detailed and 'read_cell shows it' in detailed
     run(main)
@@ -312,9 +313,9 @@ def test_progress_during_long_cell(tmp_path):
             seen = []
             async def on_progress(progress, total, message): seen.append((time.monotonic(), progress, message))
             t0 = time.monotonic()
-            res = await s.call_tool('execute_code', dict(code='import time; time.sleep(3)'), progress_callback=on_progress)
-            t1 = time.monotonic()
-            assert not res.is_error and text(res).startswith('code: ok')
+            res = await s.call_tool('execute_code', dict(code='import time; time.sleep(3)', progress_interval=1), progress_callback=on_progress)
+            t1 = time.monotonic()  # (jupyter-mcp-server's default interval is 5 s, longer than this cell)
+            assert not res.is_error and text(res).splitlines()[-1].startswith('code: ok')
             assert seen, 'no progress notification during a 3 s cell'
             assert all(t0 < t < t1 for t, _, _ in seen)  # they came while it ran
             assert 'running for' in seen[0][2]
@@ -338,7 +339,7 @@ def test_calls_answered_while_a_cell_runs(tmp_path):
                 t_reads = time.monotonic()
                 assert 'res' not in done, 'reads waited for the running cell'
             assert t_reads < done['t']
-            assert r1.startswith('[0] code') and r2.splitlines()[1].startswith('nb\t') and '\tbusy\t' in r3
+            assert r1.startswith('=====Cell 0 | type: code') and r2.splitlines()[1].startswith('nb\t') and '\tbusy\t' in r3
             assert not done['res'].is_error
     run(main)
 
@@ -359,7 +360,7 @@ def test_concurrent_runs_on_two_notebooks_get_their_own_outputs(tmp_path):
                 for i in range(20):
                     for nb in ('a', 'b'): tg.start_soon(one, nb, i)
             for (nb, i), out in got.items():
-                assert ': ok' in out.splitlines()[0] and out.splitlines()[1:] == [f'{nb}{i}', str(i * 2)], ((nb, i), out)
+                assert ': ok' in out.splitlines()[-1] and out.splitlines()[:2] == [f'{nb}{i}', str(i * 2)], ((nb, i), out)
             assert len(got) == 40
             for nb in ('a', 'b'):
                 cells = await ok(s, 'read_notebook', notebook_name=nb, response_format='detailed')
@@ -376,7 +377,7 @@ def test_cancelled_call_interrupts_the_cell(tmp_path):
             with anyio.move_on_after(1.5):  # the client gives up: the SDK sends notifications/cancelled
                 await s.call_tool('execute_code', dict(code='while True: n += 1', timeout=120))
             await wait_idle(s)
-            assert int((await ok(s, 'execute_code', code='n')).splitlines()[1]) > 0
+            assert int((await ok(s, 'execute_code', code='n')).splitlines()[0]) > 0
     run(main)
 
 
@@ -434,7 +435,7 @@ async def http_round_trip(url, token=None):
         assert 'insert_cell' in {t.name for t in (await s.list_tools()).tools}
         await ok(s, 'use_notebook', notebook_name='web', mode='create')
         r = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='21 * 2')
-        assert r.splitlines()[1] == '42'
+        assert r.splitlines()[0] == '42'
         seen = []
         async def on_progress(progress, total, message): seen.append(message)
         r = await s.call_tool('execute_code', dict(code='import time; time.sleep(1.5)', progress_interval=0.5), progress_callback=on_progress)
@@ -475,3 +476,40 @@ def test_http_token_from_env(http_server):
 def test_module_help():
     r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--help'], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and '--transport' in r.stdout and '--no-images' in r.stdout
+
+
+def test_empty_token_is_refused(tmp_path):
+    "`--token \"$SECRET\"` with SECRET unset must not serve without auth"
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--root', str(tmp_path), '--transport', 'http', '--token', ''],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and '--token is empty (an unset variable?)' in r.stderr, r.stderr
+
+
+def test_tool_groups(tmp_path):
+    "--tools offers only the groups named; a bad name is refused before anything starts"
+    async def main():
+        async with stdio_session(tmp_path, '--tools', 'dialogs,notebooks') as s:
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert {'use_notebook', 'read_cell', 'use_dialog', 'find_msgs', 'ping'} <= names
+            assert not names & {'spawn_agent', 'list_agents', 'workspace_view', 'file_windows'}
+            assert [p.name for p in (await s.list_prompts()).prompts] == ['jupyter_cite']
+        async with stdio_session(tmp_path, '--tools', 'agents') as s:
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert names == {'ping', 'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'}
+            assert not (await s.list_resource_templates()).resource_templates  # notebook resources come with the notebooks group
+    run(main)
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--root', str(tmp_path / 'x'), '--tools', 'notebook'], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "unknown tool group 'notebook'" in r.stderr and not (tmp_path / 'x').exists()
+
+
+def test_started_with_a_notebook(tmp_path):
+    "`--notebook PATH` starts with that notebook active (as jupyter-mcp-server's --document-id)"
+    (tmp_path / 'sub').mkdir()
+    nb = {'cells': [{'cell_type': 'code', 'id': 'c1', 'metadata': {}, 'source': 'x = 1', 'outputs': [], 'execution_count': None}],
+          'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
+    (tmp_path / 'sub' / 'work.ipynb').write_text(json.dumps(nb))
+    async def main():
+        async with stdio_session(tmp_path, '--notebook', 'sub/work.ipynb') as s:
+            assert (await ok(s, 'list_notebooks')).splitlines()[1].startswith('work\tsub/work.ipynb\t1\t')
+            assert 'x = 1' in await ok(s, 'read_cell', cell_id='c1')
+    run(main)

@@ -1,9 +1,10 @@
-"""headlesnb's MCP server against jupyter-mcp-server 1.5.2, with the official `mcp` client over real transports.
+"""headlesnb's MCP server against jupyter-mcp-server (JMS) 2.2.4 and 1.5.2, with the official `mcp` client over real transports.
 
-The fixture tests/fixtures/jms-1.5.2-*.json was recorded from the real jupyter-mcp-server (see its README).
-- Schemas: every JMS tool is here with the same parameter names, compatible types, the same required set and
-  the same output schema; the `jupyter_cite` prompt has its arguments.
-- Structured output: the client validates our structuredContent against our output schemas.
+The fixtures tests/fixtures/jms-*.json were recorded from the real jupyter-mcp-server (see their README).
+- Schemas: every JMS 2.2.4 tool is here with the same parameter names (cell ids included), compatible types,
+  the same required set, and an output schema in its shape; the `jupyter_cite` prompt has its arguments.
+- Structured output: `kind` and the shapes of JMS 2.2 (tables, outputs), `_meta` cell ids, validated by the client.
+- A session written the way JMS 2.2's clients talk: cell ids from `_meta`, resources, old argument names, first lines.
 - Tables: replaying JMS's recorded session gives the same rows (Index, Type, Count, First Line).
 - Unknown arguments: refused on every tool, naming the argument, with nothing done.
 - The content-hash guard: two clients of one server race to edit the same cell; one wins, the other is refused
@@ -12,7 +13,7 @@ The fixture tests/fixtures/jms-1.5.2-*.json was recorded from the real jupyter-m
   converted to the current form (which aidialog reads) on the first edit.
 Every server process is stopped by PID at the end of its test (conftest reaps the rest).
 """
-import json, signal, subprocess, sys, time
+import base64, json, signal, subprocess, sys, time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from headlesnb.utils import content_hash
 
 pytestmark = pytest.mark.timeout(240)
 FIX = Path(__file__).parent / 'fixtures'
-JMS = json.loads((FIX / 'jms-1.5.2-tools.json').read_text())
+JMS = json.loads((FIX / 'jms-2.2.4-tools.json').read_text())
+JMS224_ANSWERS = json.loads((FIX / 'jms-2.2.4-answers.json').read_text())
 JMS_ANSWERS = json.loads((FIX / 'jms-1.5.2-answers.json').read_text())
 REPO = Path(__file__).resolve().parents[1]
 
@@ -71,15 +73,11 @@ def test_tool_schemas_and_prompt_match_jupyter_mcp_server(tmp_path):
                 if (te := enum_of(ts)) is not None:
                     oe = enum_of(our_props[p])
                     assert oe is not None and te <= oe, f'{name}.{p}: enum {oe} lacks some of {te}'
-            if 'outputSchema' in jt:
-                os_ = o.output_schema
-                assert os_ is not None, f'{name} declares no output schema'
-                assert (os_['type'], os_['required'], os_['properties']['result']['type']) == ('object', ['result'], 'string'), name
-                assert set(os_['properties']) == set(jt['outputSchema']['properties']), name
-            else: assert o.output_schema is None, name
+            assert o.output_schema is not None and set(jt['outputSchema']['properties']) <= set(o.output_schema['properties']), name
+            assert o.output_schema['required'] == ['kind'], name
             if jt['annotations'].get('readOnlyHint'): assert o.annotations.read_only_hint is True, name
             else: assert not o.annotations.read_only_hint, name
-        assert sum(t.output_schema is not None for t in ours.values()) == 14  # only where JMS declares one
+        assert sum(t.output_schema is not None for t in ours.values()) == 18  # JMS's 18 tools; ours beyond them answer text
         assert list(prompts) == ['jupyter_cite']
         theirs = {a['name']: a.get('required', False) for a in JMS['prompts'][0]['arguments']}
         assert {a.name: bool(a.required) for a in prompts['jupyter_cite'].arguments} == theirs
@@ -90,8 +88,9 @@ def test_tool_schemas_and_prompt_match_jupyter_mcp_server(tmp_path):
 
 
 # ---------------------------------------------------------------- structured output
-STRUCTURED = ['list_files', 'list_kernels', 'use_notebook', 'list_notebooks', 'restart_notebook', 'unuse_notebook', 'read_notebook',
-              'insert_cell', 'overwrite_cell_source', 'edit_cell_source', 'delete_cell', 'clear_cell_output', 'move_cell']
+KINDS = {t['name']: None for t in JMS['tools']}
+JMS_KINDS = {c['tool']: c['result']['structuredContent']['kind'] for c in JMS224_ANSWERS['calls']
+             if 'tool' in c and 'structuredContent' in c['result']}
 
 
 def test_structured_output_is_validated_by_the_official_client(tmp_path):
@@ -101,29 +100,97 @@ def test_structured_output_is_validated_by_the_official_client(tmp_path):
             calls = [('use_notebook', dict(notebook_name='nb', notebook_path='nb.ipynb', mode='create')),
                      ('insert_cell', dict(cell_index=-1, cell_type='code', cell_source='x = 1')),
                      ('insert_cell', dict(cell_index=0, cell_type='markdown', cell_source='# T')),
-                     ('overwrite_cell_source', dict(cell_index=1, cell_source='x = 2')),
+                     ('overwrite_cell_source', dict(cell_index=1, cell_source='print(2)')),
                      ('edit_cell_source', dict(cell_index=1, old_string='2', new_string='3')),
+                     ('execute_cell', dict(cell_index=1)), ('read_cell', dict(cell_index=1)),
+                     ('insert_execute_code_cell', dict(cell_index=-1, cell_source='4')), ('execute_code', dict(code='5')),
                      ('move_cell', dict(source_index=1, target_index=0)),
                      ('read_notebook', dict(notebook_name='nb')), ('read_notebook', dict(notebook_name='nb', response_format='detailed')),
                      ('list_files', {}), ('list_notebooks', {}), ('list_kernels', {}),
                      ('clear_cell_output', dict(cell_index=0)), ('restart_notebook', dict(notebook_name='nb')),
                      ('delete_cell', dict(cell_indices=[1])), ('unuse_notebook', dict(notebook_name='nb'))]
-            assert sorted({c for c, _ in calls}) == sorted(STRUCTURED)
+            assert {c for c, _ in calls} == set(KINDS) - {'connect_to_jupyter'}
             for tool, args in calls:
                 res = await s.call_tool(tool, args)  # raises RuntimeError if structuredContent is missing or off-schema
                 assert not res.is_error, f'{tool}: {text(res)}'
-                assert res.structured_content == {'result': text(res)}, tool
+                sc = res.structured_content
+                assert sc['kind'] == JMS_KINDS[tool], tool  # the kind JMS 2.2.4 answered
+                if isinstance(sc['result'], str): assert sc['result'] == text(res), tool
+                else:  # a run or a cell read: one entry per content block, images as objects
+                    assert sc['result'] == sc['outputs'] and sc['count'] == len(res.content) == len(sc['outputs']), tool
+                    assert [b.text for b in res.content] == sc['outputs'], tool
+                if tool in ('list_files', 'list_notebooks', 'list_kernels'):
+                    assert sc['count'] == len(sc['items']) and all(set(i) == set(sc['columns']) for i in sc['items']), tool
             # the client really checks against our schema: content that does not fit it is rejected
             with pytest.raises(RuntimeError, match='Invalid structured content'):
-                await s.validate_tool_result('insert_cell', CallToolResult(content=[], structured_content={'result': 3}))
+                await s.validate_tool_result('insert_cell', CallToolResult(content=[], structured_content={'kind': 3}))
             with pytest.raises(RuntimeError, match='did not return structured content'):
                 await s.validate_tool_result('insert_cell', CallToolResult(content=[TextContent(type='text', text='x')]))
             # a failed call carries no structured content (and the client does not ask for it)
             res = await s.call_tool('read_notebook', dict(notebook_name='nope'))
             assert res.is_error and res.structured_content is None
-            # tools JMS gives no output schema answer text only
+            # tools JMS does not have answer text only
             res = await s.call_tool('ping', {})
             assert res.structured_content is None and text(res) == 'pong'
+    run(main)
+
+
+def test_a_session_as_jms_2_2_clients_talk(tmp_path):
+    "Cell ids from `_meta`, every cell-id parameter, old argument names, first lines, one block per output, resources"
+    PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            r = await ok(s, 'use_notebook', notebook_name='demo', notebook_path='demo.ipynb', mode='create')
+            assert r.endswith('Notebook has 0 cells.\nShowing first 0 cells:\n\nIndex\tType\tCount\tFirst Line\tId\tHash')
+            for src, typ in [('# Demo\nsecond line', 'markdown'), ('print("hi")\nx = 6 * 7\nx', 'code'), ('raw text', 'raw'),
+                             (f'from IPython.display import Image, display\nimport base64\ndisplay(Image(base64.b64decode("{PNG}")))\nprint("after")', 'code')]:
+                res = await s.call_tool('insert_cell', dict(cell_index=-1, cell_type=typ, cell_source=src))
+                assert text(res).startswith(f'Cell inserted successfully at index ') and f'({typ})!' in text(res).splitlines()[0]
+            cid = res.meta['io.jupyter-mcp/cell_id']
+            code = (await s.call_tool('read_cell', dict(cell_index=1))).meta['io.jupyter-mcp/cell_id']
+            # execute by id, with JMS 1.x's timeout_seconds: one block per output, then how it ended
+            res = await s.call_tool('execute_cell', dict(cell_id=code, timeout_seconds=30))
+            assert [b.text for b in res.content][:2] == ['hi', '42'] and res.content[2].text.startswith('[COMPLETED in ')
+            assert res.meta['io.jupyter-mcp/cell_id'] == code
+            res = await s.call_tool('execute_cell', dict(cell_id=cid))
+            assert [type(b).__name__ for b in res.content] == ['ImageContent', 'TextContent', 'TextContent']
+            assert res.structured_content['images'] == 1 and res.structured_content['outputs'][0]['type'] == 'image'
+            res = await s.call_tool('read_cell', dict(cell_id=code))
+            assert [b.text for b in res.content][0].startswith('=====Cell 1 | type: code | execution count: 1=====')
+            assert [b.text for b in res.content][1:] == ['print("hi")\nx = 6 * 7\nx', 'hi', '42']
+            assert (await ok(s, 'overwrite_cell_source', cell_id=code, cell_source='x = 7\nx')).startswith('Cell 1 overwritten successfully!')
+            assert (await ok(s, 'edit_cell_source', cell_id=code, old_string='7', new_string='8', replace_all=True)).startswith('Cell 1 edited successfully!')
+            res = await s.call_tool('move_cell', dict(source_cell_id=code, target_cell_id=cid))
+            assert text(res).startswith('Cell moved successfully from index 1 to 3 (code).') and res.meta['io.jupyter-mcp/cell_id'] == code
+            assert (await ok(s, 'clear_cell_output', cell_id=code)).startswith('Cell 3 output cleared successfully.')
+            # a timeout, as JMS words it
+            r = await ok(s, 'execute_code', code='while True: pass', timeout_seconds=1)
+            assert '[TIMEOUT ERROR: IPython execution exceeded 1 seconds and was interrupted]' in r
+            # an unknown argument that is no alias is still an error
+            assert "does not take the argument 'timeout_secs'" in await err(s, 'execute_code', code='1', timeout_secs=1)
+            # resources: the notebook, one cell (outputs listed), one output (text, or an image's bytes)
+            templates = {t.uri_template for t in (await s.list_resource_templates()).resource_templates}
+            assert templates == {'notebook://{name}', 'notebook://{name}/cells/{cell_id}', 'notebook://{name}/cells/{cell_id}/outputs/{index}'}
+            assert 'capabilities://' in {str(r.uri) for r in (await s.list_resources()).resources}
+            nb = json.loads((await s.read_resource('notebook://demo')).contents[0].text)
+            assert [c['cell_type'] for c in nb['cells']] == ['markdown', 'raw', 'code', 'code']
+            cell = json.loads((await s.read_resource(f'notebook://demo/cells/{cid}')).contents[0].text)
+            assert (cell['id'], cell['index'], len(cell['outputs'])) == (cid, 2, 2)
+            assert cell['outputs'][0] == {'index': 0, 'mimeType': 'image/png', 'uri': f'notebook://demo/cells/{cid}/outputs/0'}
+            img = (await s.read_resource(cell['outputs'][0]['uri'])).contents[0]
+            assert base64.b64decode(img.blob)[:8] == b'\x89PNG\r\n\x1a\n'
+            assert (await s.read_resource(cell['outputs'][1]['uri'])).contents[0].text == 'after\n'
+            with pytest.raises(Exception, match='no output 5'): await s.read_resource(f'notebook://demo/cells/{cid}/outputs/5')
+            with pytest.raises(Exception, match="no notebook named 'nope'"): await s.read_resource('notebook://nope')
+            caps = json.loads((await s.read_resource('capabilities://')).contents[0].text)
+            assert 'tools.notebooks' in caps['capabilities']
+            # delete by ids: the ids in _meta
+            res = await s.call_tool('delete_cell', dict(cell_ids_to_delete=[cid, code]))
+            assert text(res).startswith('Cell 2 (code) deleted successfully.') and res.meta['io.jupyter-mcp/cell_ids'] == [cid, code]
+            assert 'name the cells' in await err(s, 'delete_cell')
+            assert 'name the cell' in await err(s, 'read_cell')
+            assert (await ok(s, 'restart_notebook', notebook_name='demo')).startswith("Notebook 'demo' kernel restarted successfully.")
+            assert (await ok(s, 'unuse_notebook', notebook_name='demo')).startswith("Notebook 'demo' unused successfully.")
     run(main)
 
 
@@ -163,7 +230,7 @@ def test_use_insert_move_show_cells_as_jupyter_mcp_server(tmp_path):
                 compared += 1
             assert compared == 9  # use_notebook, six inserts, two moves
             # after the four columns: each row's id and hash, which later calls can use
-            cells = {l.split('\t')[4]: l.split('\t')[5] for l in r.splitlines()[2:]}
+            cells = {l.split('\t')[4]: l.split('\t')[5] for l in r.splitlines()[4:]}  # after the first line, ours, and the table's header
             for cid, h in cells.items():
                 assert f'hash {h}' in await ok(s, 'read_cell', cell_index=cid, notebook_name='demo')
     run(main)
@@ -183,7 +250,7 @@ def test_unknown_arguments_are_refused_on_every_tool(tmp_path):
             # beside valid arguments too, and nothing is done (JMS would have inserted the cell, ignoring the typo)
             msg = await err(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x = 1', notebok_name='nb')
             assert "'notebok_name'" in msg and 'notebook_name' in msg  # names the wrong one, lists the right ones
-            assert (await ok(s, 'read_notebook', notebook_name='nb')).startswith("notebook 'nb' (nb.ipynb): 0 cells")
+            assert (await ok(s, 'read_notebook', notebook_name='nb')).startswith("Notebook nb has 0 cells.\nnotebook 'nb' (nb.ipynb): 0 cells")
             assert 'hash' in await err(s, 'overwrite_cell_source', cell_index=0, cell_source='y', expected_hsh='x')
     run(main)
 
@@ -244,7 +311,7 @@ def test_hash_guard_two_clients_race(http_server):
                 msg = text(results[loser])
                 now = f'total = "{winner}{round_}"'
                 assert 'was changed since it was read' in msg and now in msg and content_hash(now) in msg and 'nothing was changed' in msg
-                assert (await ok(b, 'read_cell', cell_index=0, notebook_name='nb')).splitlines()[1] == now  # the winner's edit stands
+                assert (await ok(b, 'read_cell', cell_index=0, notebook_name='nb')).splitlines()[2] == now  # the winner's edit stands
                 # the loser redoes its edit with the hash the refusal showed
                 r = await ok(a if loser == 'a' else b, 'edit_cell_source', cell_index=0, notebook_name='nb', old_string=f'"{winner}{round_}"',
                              new_string=f'"{winner}{round_}+{loser}"', expected_hash=content_hash(now))
@@ -253,7 +320,7 @@ def test_hash_guard_two_clients_race(http_server):
             stale = seen['a']
             msg = text(await a.call_tool('delete_cell', dict(cell_indices=[0], notebook_name='nb', expected_hash=[stale])))
             assert 'was changed since it was read' in msg
-            assert (await ok(a, 'read_notebook', notebook_name='nb')).splitlines()[0].endswith('1 cell; cells 0-0')
+            assert (await ok(a, 'read_notebook', notebook_name='nb')).splitlines()[1].endswith('1 cell; cells 0-0')
             await ok(a, 'save', notebook_name='nb')
     run(main)
 
