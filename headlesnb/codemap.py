@@ -7,7 +7,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'grammar', 'extract', 'notebook_source', 'parse_file', 'python_module', 'module_of', 'Symbol', 'CodeMap',
            'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer', 'SearchIndex', 'open_codemap']
 
-# %% ../nbs/17_codemap.ipynb #9d9a89ce
+# %% ../nbs/17_codemap.ipynb #84ea47e3
 import hashlib, json, os, re, sqlite3, stat, subprocess, threading, time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .errors import *
 from .utils import check_int, check_str
 
-# %% ../nbs/17_codemap.ipynb #44929886
+# %% ../nbs/17_codemap.ipynb #212c8f8b
 EXTENSIONS = {
     '.py': 'python', '.pyi': 'python', '.ipynb': 'notebook',
     '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascript',
@@ -37,7 +37,7 @@ def lang_of(path:str) -> str|None:
     "The tree-sitter language (or 'notebook') of a file, by its extension; None: not code we index"
     return EXTENSIONS.get(os.path.splitext(path)[1])
 
-# %% ../nbs/17_codemap.ipynb #6a497484
+# %% ../nbs/17_codemap.ipynb #1ef86637
 # Which node kinds are definitions, names, calls and imports, read from each grammar's own list of kinds: one rule
 # for every language of the pack, so a grammar we never looked at still gives its functions and classes
 _DEF = re.compile(r'^(?:abstract_|generator_)?(class|function|method|struct|interface|enum|trait|impl|module|namespace|'
@@ -53,6 +53,7 @@ _BASES = re.compile(r'superclass|heritage|base_class|extends|implements|super_in
 _KIND = {'type_spec': 'type', 'type_alias': 'type', 'internal_module': 'namespace', 'singleton_method': 'method', 'impl': 'impl'}
 _WORD = re.compile(rb'[A-Za-z_$][\w$]*')
 _GENERIC = re.compile(r'<.*', re.S)  # `Stack<T>` is Stack
+_GENERIC_ARGS = re.compile(rb'<[^<>]*(?:<[^<>]*>[^<>]*)*>')  # `Base<T, U>` is Base
 
 class Grammar:
     "One language's parser and the query finding its definitions, names, calls and imports"
@@ -79,7 +80,7 @@ def grammar(name:str) -> Grammar|None:
     try: return Grammar(name)
     except (LookupError, ValueError, ImportError, OSError): return None
 
-# %% ../nbs/17_codemap.ipynb #ff8a32ee
+# %% ../nbs/17_codemap.ipynb #76485cf3
 _FN_VALUES = {'arrow_function', 'function_expression', 'function', 'generator_function', 'class'}
 
 def _text(src:bytes, n) -> str: return src[n.start_byte:n.end_byte].decode('utf-8', 'replace')
@@ -138,22 +139,32 @@ def _sig(src:bytes, n) -> str:
     return (s[:-2].rstrip() if s.endswith('=>') else s)[:240]
 
 def _bases(src:bytes, n) -> list:
-    "Names of what class-like `n` extends or implements"
+    "Names of what class-like `n` extends or implements (the last name of each, `fmt::Display` is Display; no keywords)"
+    parts = []
+    if (s := n.child_by_field_name('superclasses')) is not None: parts.append(s)
+    elif n.type == 'impl_item' and (t := n.child_by_field_name('trait')) is not None: parts.append(t)
+    else: parts = [c for c in n.named_children if _BASES.search(c.type)]
     res = []
-    if (s := n.child_by_field_name('superclasses')) is not None: res += _WORD.findall(src[s.start_byte:s.end_byte])
-    elif n.type == 'impl_item' and (t := n.child_by_field_name('trait')) is not None: res += _WORD.findall(src[t.start_byte:t.end_byte])
-    else:
-        for c in n.named_children:
-            if _BASES.search(c.type): res += _WORD.findall(src[c.start_byte:c.end_byte])
-    skip = {b'extends', b'implements', b'public', b'private', b'protected', b'virtual', b'metaclass', b'object'}
-    return list(dict.fromkeys(w.decode() for w in res if w not in skip))
+    for p in parts:
+        text = _GENERIC_ARGS.sub(b'', src[p.start_byte:p.end_byte]).strip(b'()[]:')
+        for piece in text.split(b','):
+            if b'=' in piece: continue  # metaclass=..., a keyword argument
+            if (ws := _WORD.findall(piece)): res.append(ws[-1].decode())
+    return list(dict.fromkeys(w for w in res if w not in ('object',)))
+
+def _last_line(n) -> int:
+    "The last line of `n` that holds code: a comment ending a Python block is not part of it (as `ast` has it)"
+    while True:
+        cs = [c for c in n.children if 'comment' not in c.type]
+        if not cs: return n.end_point[0] + 1
+        n = cs[-1]
 
 def _last_word(src:bytes, n) -> str|None:
     ws = _WORD.findall(src[n.start_byte:n.end_byte])
     return ws[-1].decode() if ws else None
 
 def _import_name(src:bytes, n, lang:str, package:str) -> list:
-    "The modules an import statement names (Python relative imports made absolute against `package`)"
+    "The modules an import statement names (relative imports made absolute against `package`: Python's, or the file's folder)"
     if lang == 'python':
         if n.type == 'import_statement':
             return [_text(src, c.child_by_field_name('name') if c.type == 'aliased_import' else c) for c in n.children_by_field_name('name')]
@@ -173,7 +184,10 @@ def _import_name(src:bytes, n, lang:str, package:str) -> list:
         if (c := n.child_by_field_name(f)) is not None: break
     else: c = n.named_children[0] if n.named_child_count else None
     if c is None: return []
-    t = _text(src, c).strip().strip('"\'<>`').replace('::', '.')
+    raw = _text(src, c).strip()
+    t = raw.strip('"\'<>`').replace('::', '.')
+    if t.startswith(('./', '../')) or (lang in ('c', 'cpp') and raw.startswith('"')):  # relative to the file: a module path
+        t = os.path.splitext(os.path.normpath(os.path.join(package, t)))[0]
     return [t] if t else []
 
 def _lines(rows) -> str: return ','.join(map(str, sorted(set(rows))))
@@ -208,7 +222,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
             kind = _KIND.get(kw.group(1), kw.group(1)) if kw else 'function' if n.type == 'variable_declarator' else n.type
             if kind == 'function' and outer and outer[2] in ('class', 'struct', 'interface', 'trait', 'impl', 'object', 'record', 'enum'):
                 kind = 'method'
-            first, last = n.start_point[0] + 1, n.end_point[0] + 1
+            first, last = n.start_point[0] + 1, _last_line(n)
             p = n.parent
             top = p.start_point[0] + 1 if p is not None and p.type in ('decorated_definition', 'export_statement', 'template_declaration') else None
             sig, doc, bases = _sig(src, n), _doc(src, n, lang), _bases(src, n)
@@ -239,7 +253,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
     return dict(syms=syms, refs=[(k[0] if k[1] else k[0].decode('utf-8', 'replace'), k[1], _lines(v)) for k, v in refs.items()],
                 error='syntax errors (indexed as far as the parser got)' if tree.root_node.has_error else '')
 
-# %% ../nbs/17_codemap.ipynb #438335bc
+# %% ../nbs/17_codemap.ipynb #a31ac9ba
 _MAGIC = re.compile(r'^\s*[%!]')
 
 def notebook_source(data:bytes) -> tuple:
@@ -271,14 +285,15 @@ def parse_file(full:str, rel:str, lang:str, module:str|None, max_bytes:int) -> d
         except (ValueError, AttributeError, TypeError) as e: return dict(hash=h, skip=f'not a notebook: {e}')
         lang = 'python'
     if module is None: module = module_of(rel, lang, None, data)
-    package = module if os.path.basename(rel).startswith('__init__.') else module.rpartition('.')[0]
+    if lang != 'python': package = os.path.dirname(rel)  # where relative imports start
+    else: package = module if os.path.basename(rel).startswith('__init__.') else module.rpartition('.')[0]
     return dict(extract(lang, data, package), hash=h, cells=cells, module=module)
 
 def _parse_batch(batch:list) -> list:
     "Worker: `parse_file` over (full, rel, lang, module, max_bytes) tuples"
     return [(b[1], parse_file(*b)) for b in batch]
 
-# %% ../nbs/17_codemap.ipynb #4fe92a00
+# %% ../nbs/17_codemap.ipynb #6856e484
 def python_module(rel:str, is_pkg) -> str:
     "The dotted name Python imports file `rel` by: up through folders that are packages (`is_pkg(folder)`), `__init__` dropped"
     parts = rel[:-len(os.path.splitext(rel)[1])].split('/')
@@ -294,7 +309,7 @@ def module_of(rel:str, lang:str, is_pkg, head:bytes=b'') -> str:
     if lang == 'go': return os.path.dirname(rel) or '.'
     return os.path.splitext(rel)[0]
 
-# %% ../nbs/17_codemap.ipynb #78919e6b
+# %% ../nbs/17_codemap.ipynb #77cedff0
 DB_PATH = '.headlesnb/codemap.sqlite'
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -356,7 +371,7 @@ class CodeMap:
     def _set_meta(self, **kw): self.con.executemany('INSERT OR REPLACE INTO meta VALUES (?, ?)', [(k, str(v)) for k, v in kw.items()])
     def close(self): self.con.close()
 
-# %% ../nbs/17_codemap.ipynb #d2c67d1d
+# %% ../nbs/17_codemap.ipynb #e2fe44bf
 def _git_files(root:Path) -> list|None:
     "Files git tracks or would track under `root` (ignored ones left out); None outside a git work tree or without git"
     if not any((p / '.git').exists() for p in (root, *root.parents)): return None
@@ -396,7 +411,7 @@ def _listed(self:CodeMap) -> dict:
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes: res[rel] = st
     return res
 
-# %% ../nbs/17_codemap.ipynb #2f9bef9b
+# %% ../nbs/17_codemap.ipynb #0849071c
 @patch
 def _is_pkg(self:CodeMap, folder:str) -> bool:
     c = self._pkgs
@@ -483,7 +498,7 @@ def refresh(self:CodeMap, progress=None) -> dict:
             self.recent = (k + [p for p in self.recent if p not in k])[:50]
         return dict(files=len(listed), changed=len(changed), removed=len(removed), seconds=round(time.perf_counter() - t0, 3))
 
-# %% ../nbs/17_codemap.ipynb #5973a955
+# %% ../nbs/17_codemap.ipynb #5995e987
 _COLS = 's.id, s.file, s.qual, s.name, s.kind, s.start, s."end", s.top, s.sig, s.doc, s.bases'
 
 @patch
@@ -576,7 +591,7 @@ def outline(self:CodeMap, path:str) -> list:
     with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],)).fetchall()
     return [self._symbol(r) for r in rows]
 
-# %% ../nbs/17_codemap.ipynb #02274e6f
+# %% ../nbs/17_codemap.ipynb #566a612d
 @patch
 def _rows(self:CodeMap, sql:str, args=()) -> list:
     with self.lock: return self.con.execute(sql, args).fetchall()
@@ -651,7 +666,8 @@ def subclasses(self:CodeMap, name:str, depth:int=10) -> list:
     out = []
     for q, d in sorted(res.items(), key=lambda kv: (kv[1], kv[0])):
         for r in self.lookup(q):
-            s = self._symbol(r); out.append(dict(qname=q, path=s.path, line=s.start, depth=d, bases=list(s.bases)))
+            s = self._symbol(r)
+            if s.bases: out.append(dict(qname=q, path=s.path, line=s.start, depth=d, bases=list(s.bases)))  # (not a Rust type's other impls)
     return out
 
 @patch
@@ -672,7 +688,7 @@ def imports(self:CodeMap, module:str) -> dict:
     return dict(module=', '.join(mods), files=[self.files[f][0] for f in fids], imports=sorted(out, key=lambda r: (r['path'], r['line'])),
                 imported_by=sorted(by, key=lambda r: (r['path'], r['line'])))
 
-# %% ../nbs/17_codemap.ipynb #60a7d983
+# %% ../nbs/17_codemap.ipynb #e6861177
 @patch
 def all_symbols(self:CodeMap) -> dict:
     "{file id: [(qual, name, kind, start, end, top, sig, doc)]} of the whole index, in line order; kept up by `refresh`"
@@ -689,7 +705,7 @@ def counts(self:CodeMap) -> dict:
     "How many files and symbols the index holds"
     return dict(files=len(self.files), symbols=sum(len(v) for v in self.all_symbols().values()))
 
-# %% ../nbs/17_codemap.ipynb #6e03ce6e
+# %% ../nbs/17_codemap.ipynb #3530c8d5
 import builtins
 _BUILTINS = set(dir(builtins)) | {'self', 'cls', 'this', 'super', 'new', 'init', 'main'}  # names that mean the language's own
 RANK_TTL = 60.0  # seconds a ranking is reused after the index changed (new symbols rank last until then)
@@ -738,7 +754,7 @@ def ranking(self:CodeMap) -> Ranking:
         self._ranking = Ranking(self.generation, time.monotonic(), pr, score, nbrs, order)
         return self._ranking
 
-# %% ../nbs/17_codemap.ipynb #acbb924d
+# %% ../nbs/17_codemap.ipynb #9bee9dd3
 def _line(row, cells=None) -> str:
     "A symbol as the tree shows it: its signature (or kind and name) and its lines (in a notebook: its cell's)"
     qual, name, kind, start, end, top, sig, doc = row
@@ -851,7 +867,7 @@ def _tree_text(self:CodeMap, shown:dict, extra:dict) -> str:
             out.append(f"{ind}  {'  ' * rows[j][0].count('.')}{_line(rows[j], cells)}")
     return '\n'.join(out)
 
-# %% ../nbs/17_codemap.ipynb #6e749643
+# %% ../nbs/17_codemap.ipynb #4a6a950f
 _SUB = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
 _WORDS = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
@@ -882,9 +898,9 @@ class SearchIndex:
     generation: int
     docs: list      # (kind, file id, qual or chunk number)
     scorer: object
-    names: dict     # lowercased symbol name -> indices of its symbol docs
+    names: dict     # symbol name -> indices of its symbol docs
 
-EXACT_BOOST = 2.0  # a symbol named exactly as a word of the query scores this many times its BM25 score
+EXACT_BOOST = 2.0  # a symbol named exactly (case and all) as a word of the query scores this many times its BM25 score
 
 @patch
 def search_index(self:CodeMap, wait:bool=False) -> SearchIndex:
@@ -922,7 +938,7 @@ def _make_search(self:CodeMap) -> SearchIndex:
     if toks: scorer.index(toks)
     names = {}
     for i, d in enumerate(docs):
-        if d[0] == 'symbol': names.setdefault(d[2].rpartition('.')[2].lower(), []).append(i)
+        if d[0] == 'symbol': names.setdefault(d[2].rpartition('.')[2], []).append(i)
     si = SearchIndex(gen, docs, scorer, names)
     with self.lock:
         if self._search is None or self._search.generation < gen: self._search = si
@@ -937,7 +953,7 @@ def search(self:CodeMap, query:str, k:int=10) -> list:
     si = self.search_index()
     if not si.docs: return []
     sc = np.array(si.scorer.scores(toks), dtype=float)
-    for w in {w.lower() for w in _WORDS.findall(query)}:  # the definition of a name first, before its uses
+    for w in set(_WORDS.findall(query)):  # the definition of a name (spelled as asked) first, before its uses
         if (ix := si.names.get(w)): sc[ix] *= EXACT_BOOST
     top = np.argpartition(-sc, min(k, len(sc) - 1))[:k] if len(sc) > k else np.arange(len(sc))
     mem, out = self.all_symbols(), []
@@ -955,7 +971,7 @@ def search(self:CodeMap, query:str, k:int=10) -> list:
             out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], start=a, end=b, loc=self.loc(fid, a)))
     return out
 
-# %% ../nbs/17_codemap.ipynb #adae9fcb
+# %% ../nbs/17_codemap.ipynb #d91026b1
 _OPEN, _OPEN_LOCK = {}, threading.Lock()
 
 def open_codemap(root, **kw) -> CodeMap:

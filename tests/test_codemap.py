@@ -1,0 +1,291 @@
+"""The code map on code nobody here wrote: the running interpreter's standard library, and a small multi-language tree
+(tests/fixtures/codemap, see its README), through the index, the workspace, a dialog and the MCP server."""
+import ast, inspect, json, os, random, shutil, subprocess, sys, sysconfig, textwrap
+from pathlib import Path
+import anyio, pytest
+from headlesnb.codemap import CodeMap, lang_of
+from headlesnb.errors import BadArgumentError, NotFoundError
+from headlesnb.workspace import WorkspaceManager
+
+FIXTURE = Path(__file__).parent / 'fixtures' / 'codemap'
+STDLIB = Path(sysconfig.get_paths()['stdlib'])
+
+
+@pytest.fixture(scope='module')
+def stdlib(tmp_path_factory):
+    "The standard library indexed once (its index in a temporary folder: the interpreter's folder stays untouched)"
+    cm = CodeMap(STDLIB, db=tmp_path_factory.mktemp('stdlib') / 'codemap.sqlite', exclude={'site-packages'})
+    res = cm.refresh()
+    assert res['files'] > 500 and res['changed'] == res['files']
+    yield cm
+    cm.close()
+
+
+@pytest.fixture
+def tree(tmp_path):
+    "A copy of the fixture tree in a git work tree, with an ignored folder"
+    root = tmp_path / 'tree'
+    shutil.copytree(FIXTURE, root)
+    (root / 'ignored').mkdir()
+    (root / 'ignored' / 'hidden.py').write_text('def never_indexed(): pass\n')
+    subprocess.run(['git', 'init', '-q', '.'], cwd=root, check=True)
+    return root
+
+
+def _sample(n=40, seed=7):
+    "Python files of the standard library, a fixed random sample (tests and site-packages left out)"
+    files = sorted(p for p in STDLIB.rglob('*.py') if 'site-packages' not in p.parts and 'test' not in p.parts and 'tests' not in p.parts)
+    return random.Random(seed).sample(files, n)
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(STDLIB).with_suffix('').parts)
+    if parts[-1] == '__init__': parts.pop()
+    return '.'.join(parts)
+
+
+def _defs(tree):
+    "(qualified name, node) of module-level and class-level functions and classes, as Python's own `ast` sees them"
+    def walk(body, prefix):
+        for n in body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield prefix + n.name, n
+                if isinstance(n, ast.ClassDef): yield from walk(n.body, prefix + n.name + '.')
+    yield from walk(tree.body, '')
+
+
+def test_stdlib_names_and_lines_match_ast(stdlib):
+    checked = 0
+    for path in _sample():
+        src = path.read_bytes()
+        try: tree = ast.parse(src)
+        except SyntaxError: continue
+        defs = list(_defs(tree))
+        counts = {}
+        for q, _ in defs: counts[q] = counts.get(q, 0) + 1
+        mod = _module(path)
+        for q, n in defs:
+            if counts[q] > 1: continue  # defined twice (in if/else branches): ambiguous by design
+            s = stdlib.find(f'{mod}.{q}')
+            assert (s.path, s.start, s.end) == (str(path.relative_to(STDLIB)), n.lineno, n.end_lineno), (mod, q)
+            assert s.kind == ('class' if isinstance(n, ast.ClassDef) else 'method' if '.' in q else 'function'), (mod, q, s.kind)
+            assert s.top == (n.decorator_list[0].lineno if n.decorator_list else n.lineno), (mod, q)
+            if (doc := ast.get_docstring(n, clean=True)) and doc.strip():
+                assert s.doc and s.doc.split()[0] in doc, (mod, q, s.doc)
+            checked += 1
+    assert checked > 300, checked
+
+
+def test_stdlib_names_as_python_imports_them(stdlib):
+    import json, json.decoder, email.message, collections
+    for obj, qname in [(json.dumps, 'json.dumps'), (json.decoder.JSONDecoder.raw_decode, 'json.decoder.JSONDecoder.raw_decode'),
+                       (email.message.Message.get_payload, 'email.message.Message.get_payload'),
+                       (collections.Counter.most_common, 'collections.Counter.most_common')]:
+        s = stdlib.find(qname)
+        lines, first = inspect.getsourcelines(obj)
+        assert (s.top, s.end) == (first, first + len(lines) - 1), qname
+        assert Path(inspect.getsourcefile(obj)).resolve() == (STDLIB / s.path).resolve()
+    assert stdlib.find('JSONDecoder.raw_decode').qname == 'json.decoder.JSONDecoder.raw_decode'  # a unique tail
+    assert stdlib.find('raw_decode').path == 'json/decoder.py'                                  # a unique bare name
+    with pytest.raises(NotFoundError): stdlib.find('json.__init__.dumps')
+    with pytest.raises(BadArgumentError, match='ambiguous.*json.dumps'): stdlib.find('dumps')
+
+
+def test_stdlib_graph_questions(stdlib):
+    assert {'json.decoder.JSONDecoder.decode'} <= {c['caller'] for c in stdlib.callers('raw_decode')}
+    assert 'raw_decode' in {c['name'] for c in stdlib.callees('json.decoder.JSONDecoder.decode')}
+    subs = {s['qname'] for s in stdlib.subclasses('OSError')}
+    assert {'gzip.BadGzipFile', 'shutil.Error'} & subs and len(subs) > 10
+    imp = stdlib.imports('json')
+    assert {'json.decoder', 'json.encoder'} <= {i['module'] for i in imp['imports']}
+    assert 'json/tool.py' in {i['path'] for i in imp['imported_by']}
+
+
+def test_stdlib_search_finds_the_definition_first(stdlib):
+    "For names defined once, search for the exact name ranks the defining file first"
+    rows = stdlib._rows("SELECT s.name, f.path FROM symbols s JOIN files f ON f.id = s.file WHERE f.path NOT LIKE '%test%' "
+                        "GROUP BY s.name HAVING count(*) = 1 AND max(s.kind) IN ('function', 'class') ORDER BY s.name")
+    rows = [r for r in rows if len(r[0]) > 6 and not r[0].startswith('_')]
+    sample = random.Random(3).sample(rows, 40)
+    stdlib.search_index(wait=True)
+    misses = [(name, path, stdlib.search(name, 1)[0]['path']) for name, path in sample if stdlib.search(name, 1)[0]['path'] != path]
+    assert not misses, misses
+
+
+def test_stdlib_structure_keeps_the_most_referenced_within_budget(stdlib, tmp_path):
+    rank = stdlib.ranking()
+    budget = 4_000
+    text = stdlib.tree(budget=budget)
+    assert len(text) <= budget
+    mem = stdlib.all_symbols()
+    top = [mem[f][j] for f, j, _ in rank.order[:8]]
+    for r in top: assert f'{r[6]}  L{r[3]}' in text, (r, text[:500])
+    # the ranked first are referenced far more than the index's typical definition
+    def uses(name): return sum(l.count(',') + 1 for (l,) in stdlib._rows('SELECT lines FROM refs WHERE name=? AND kind < 2', (name,)))
+    ranked = sorted(uses(r[1]) for r in top)
+    everyone = sorted(uses(r[1]) for rows in random.Random(1).sample(list(mem.values()), 200) for r in rows[:1])
+    assert ranked[len(ranked) // 2] > 5 * everyone[len(everyone) // 2], (ranked, everyone)
+    # and the workspace section stays within its budget
+    wm = WorkspaceManager(tmp_path, budgets=dict(STRUCTURAL_VIEW=1_000))
+    ws = wm.open_workspace('w')
+    ws.code_map['on'] = True
+    import headlesnb.codemap as cmod
+    cmod._OPEN[str(tmp_path.resolve())] = stdlib  # this workspace's root maps to the standard library's index
+    try:
+        sec = dict(ws.sections())
+        assert 'STRUCTURAL_VIEW' in sec['WORKSPACE_STATUS'] and 'cut from' not in sec['WORKSPACE_STATUS'].split('|')[0], sec['WORKSPACE_STATUS']
+        assert wm.count(sec['STRUCTURAL_VIEW']) <= 1_000
+        assert f'{top[0][6]}  L{top[0][3]}' in sec['STRUCTURAL_VIEW']
+    finally: del cmod._OPEN[str(tmp_path.resolve())]
+
+
+EXPECTED = {  # qualified name: (kind, file, first line) in the fixture tree
+    'shapes.base.Shape': ('class', 'py/shapes/base.py', 4),
+    'shapes.base.total_area': ('function', 'py/shapes/base.py', 16),
+    'shapes.round.Ring.area': ('method', 'py/shapes/round.py', 23),
+    'web/util.clamp': ('function', 'web/util.js', 4),
+    'web/util.Counter.bump': ('method', 'web/util.js', 11),
+    'web/util.double': ('function', 'web/util.js', 14),
+    'web/router.Router.handle': ('method', 'web/router.ts', 16),
+    'web/router.Handler': ('interface', 'web/router.ts', 4),
+    'go/server.Server.Start': ('method', 'go/server/server.go', 14),
+    'go/server.New': ('function', 'go/server/server.go', 20),
+    'rust/src/lib.Stack.push': ('method', 'rust/src/lib.rs', 15),
+    'rust/src/lib.Area': ('trait', 'rust/src/lib.rs', 21),
+    'com.example.Greeter.greet': ('method', 'java/com/example/Greeter.java', 14),
+    'c/list.list_len': ('function', 'c/list.c', 5),
+    'c/list.node': ('struct', 'c/list.h', 4),
+    'cpp/shapes.geo.Square.area': ('method', 'cpp/shapes.cpp', 15),
+    'cpp/shapes.total': ('function', 'cpp/shapes.cpp', 21),
+    'broken.StillFound.method': ('method', 'py/broken.py', 8),
+}
+
+
+def test_fixture_languages(tree):
+    cm = CodeMap(tree)
+    res = cm.refresh()
+    paths = set(cm.known)
+    assert 'ignored/hidden.py' not in paths and lang_of('ignored/hidden.py') == 'python'  # git ignores it
+    assert res['files'] == len(paths) == 14
+    for q, (kind, path, line) in EXPECTED.items():
+        s = cm.find(q)
+        assert (s.kind, s.path, s.start) == (kind, path, line), q
+    assert cm.find('Greeter.greet').doc == 'Greet one person.' and cm.find('list_len').doc == 'Number of nodes from n on.'
+    assert cm.find('Stack.push').doc == 'Push one item.' and cm.find('Server.Start').sig == 'func (s *Server) Start() error'
+    assert cm.find('Circle.diameter').top == 9  # its decorator
+    nb = cm.find('unit_circle')
+    assert (nb.path, nb.cell, nb.start, nb.end, nb.doc) == ('nb/demo.ipynb', 'helpers', 1, 3, 'A circle of radius 1.')
+    notes = dict(cm._rows('SELECT path, note FROM files'))
+    assert notes['py/blob.py'] == 'binary' and 'syntax' in notes['py/broken.py'] and not notes['web/util.js']
+    with pytest.raises(NotFoundError): cm.find('never_indexed')
+    # graph questions across languages
+    assert {c['caller'] for c in cm.callers('clamp')} == {'web/router.Router.handle', 'web/util.Counter.bump'}
+    assert {s['qname'] for s in cm.subclasses('Shape')} == {'shapes.round.Circle', 'shapes.round.Ring', 'cpp/shapes.geo.Square'}
+    assert {s['qname'] for s in cm.subclasses('Display')} == {'rust/src/lib.Stack'}
+    assert {i['path'] for i in cm.imports('shapes.base')['imported_by']} == {'py/shapes/__init__.py', 'py/shapes/round.py'}
+    assert [i['path'] for i in cm.imports('web/util.js')['imported_by']] == ['web/router.ts']
+    assert [i['path'] for i in cm.imports('c/list.h')['imported_by']] == ['c/list.c']
+    assert {'Circle', 'area', 'super'} <= {c['name'] for c in cm.callees('Ring.area')}
+    assert {r['loc'] for r in cm.references('Circle') if r['kind'] == 'call'} == {'py/shapes/round.py:24', 'nb/demo.ipynb cell helpers:3'}
+    cm.close()
+
+
+def test_edit_reindexes_one_file_and_restart_is_warm(tree):
+    cm = CodeMap(tree)
+    cm.refresh()
+    parsed = []
+    orig = cm._parse_all
+    cm._parse_all = lambda jobs, progress=None: (parsed.extend(j[1] for j in jobs), orig(jobs, progress))[1]
+    wm = WorkspaceManager(tree)
+    ws = wm.open_workspace('w')
+    import headlesnb.codemap as cmod
+    cmod._OPEN[str(tree.resolve())] = cm
+    try:
+        p = tree / 'py/shapes/round.py'
+        p.write_text(p.read_text().replace('def rings_area(rings):\n    return total_area(rings)',
+                                           '\n\ndef rings_area(rings):\n    "Total area of rings."\n    return total_area(rings) + total_area([])'))
+        r = ws.open_frame('rings_area')
+        assert parsed == ['py/shapes/round.py']  # the rest was not parsed again
+        w = ws.files[r['id']]
+        assert (w.start, w.end, w.lines[1].strip()) == (29, 31, '"Total area of rings."')
+        calls = [x['loc'] for x in cm.references('total_area') if x['kind'] == 'call']
+        assert calls == ['py/shapes/round.py:31'], calls
+        ws.references('total_area')
+        listing = list(ws.tool_windows.values())[-1].output
+        assert 'py/shapes/round.py:31 [call] in shapes.round.rings_area: return total_area(rings) + total_area([])' in listing, listing
+    finally: del cmod._OPEN[str(tree.resolve())]
+    cm.close()
+    # a restart reads the index back: nothing parsed again
+    again = CodeMap(tree)
+    parsed.clear()
+    orig2 = again._parse_all
+    again._parse_all = lambda jobs, progress=None: (parsed.extend(j[1] for j in jobs), orig2(jobs, progress))[1]
+    assert again.refresh()['changed'] == 0 and parsed == []
+    assert again.find('rings_area').start == 29
+    again.close()
+
+
+def test_workspace_off_costs_nothing(tmp_path):
+    "A workspace that never used the code map renders one line and imports no parser, scorer or graph library"
+    code = textwrap.dedent(f"""
+        import sys, headlesnb
+        from headlesnb.workspace import WorkspaceManager
+        ws = WorkspaceManager({str(tmp_path)!r}).open_workspace('w')
+        text = dict(ws.sections())['STRUCTURAL_VIEW']
+        assert text.startswith('(code map not in use'), text
+        print(sorted(m for m in sys.modules if m.split('.')[0] in ('tree_sitter', 'tree_sitter_language_pack', 'bm25s', 'networkx', 'scipy')))
+        """)
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == '[]'
+    assert not (tmp_path / '.headlesnb').exists()
+
+
+def test_workspace_tools_state_and_dialog(tree):
+    from headlesnb.dialog import DialogManager
+    wm = WorkspaceManager(tree)
+    ws = wm.open_workspace('w')
+    t = ws.tools()
+    assert t['structure']('expand', path='py/shapes/round.py') == 'expanded py/shapes/round.py in STRUCTURAL_VIEW'
+    assert t['structure']('collapse', path='Circle') == 'collapsed py/shapes/round.py::Circle in STRUCTURAL_VIEW'
+    assert t['open_frame']('Greeter.greet').startswith('opened f')
+    with pytest.raises(BadArgumentError, match='ambiguous'): t['open_frame']('area')
+    with pytest.raises(Exception, match='outside|escapes|root'): t['structure']('expand', path='../..')
+    for name, arg in [('references', 'clamp'), ('callers', 'clamp'), ('callees', 'Ring.area'), ('subclasses', 'Shape'),
+                      ('imports', 'shapes.base'), ('search', 'stack push'), ('show_structure', 'py/shapes/base.py')]:
+        line = t[name](arg)
+        assert '\n' not in line and ' t' in line, (name, line)
+    assert 'def total_area(shapes) -> float  L16-18  # Sum of the areas of `shapes`.' in list(ws.tool_windows.values())[-1].output
+    wm.close_workspace('w')
+    ws = WorkspaceManager(tree).open_workspace('w')
+    assert ws.code_map['expanded'] == ['py/shapes/round.py'] and ws.code_map['collapsed'] == ['py/shapes/round.py::Circle']
+    text = dict(ws.sections())['STRUCTURAL_VIEW']
+    assert 'class Ring(Circle)  L17-24' in text and 'def diameter(self)' not in text, text
+    # a dialog's prompt gets the section like the others
+    dm = DialogManager(tree)
+    wm2 = WorkspaceManager(tree)
+    wm2.attach(dm)
+    dm.use_dialog('d', 'd.ipynb', mode='create')
+    secs = dict(s for p in dm.section_providers for s in p('d'))
+    assert 'STRUCTURAL_VIEW' in secs and 'structure' in wm2.for_dialog('d', dm).tools()
+
+
+def test_mcp_tools(tree):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    async def main():
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', str(tree)], env=dict(os.environ))
+        with open(os.devnull, 'w') as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                names = {t.name for t in (await s.list_tools()).tools}
+                assert {'structure', 'open_frame', 'references', 'callers', 'callees', 'subclasses', 'imports', 'search', 'show_structure'} <= names
+                res = await s.call_tool('open_frame', dict(name='Server.Start'))
+                assert not res.is_error and res.content[0].text.startswith('opened f'), res
+                res = await s.call_tool('open_frame', dict(name='area'))
+                assert res.is_error and 'ambiguous' in res.content[0].text and '\n' not in res.content[0].text
+                res = await s.call_tool('search', dict(query='clamp', k=3))
+                assert not res.is_error and 'best web/util.clamp' in res.content[0].text, res
+                view = (await s.call_tool('workspace_view', {})).content[0].text
+                assert '---STRUCTURAL_VIEW' in view and 'func (s *Server) Start() error' in view
+    anyio.run(main)
