@@ -195,10 +195,14 @@ def _nodelay(sock):
     try: sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except OSError: pass  # not TCP (a test's socketpair)
 
-def _upstream_client(timeout:float):
-    import httpx
-    transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-    return httpx.Client(transport=transport, timeout=httpx.Timeout(timeout, connect=10.0), follow_redirects=False)
+def _upstream_transport(upstream:str):
+    "httpx's connection pool to the upstream (through the proxy the environment names for it, if any)"
+    import httpx, urllib.request
+    from urllib.parse import urlsplit
+    u = urlsplit(upstream)
+    via = None if urllib.request.proxy_bypass(u.hostname or '') else urllib.request.getproxies().get(u.scheme)
+    return httpx.HTTPTransport(proxy=via, retries=0, limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                               socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version, server_version, sys_version = 'HTTP/1.1', 'headlesnb-proxy', ''
@@ -248,7 +252,7 @@ class Proxy:
         self.guard = Guard(None, host=host, port=port, allow_hosts=tuple(allow_hosts), token=token,
                            methods=('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'), name='headlesnb proxy')
         self.token, self.log = token, RequestLog(log_dir) if log_dir else None
-        self.client, self.host, self.port = _upstream_client(timeout), host, port
+        self.transport, self.timeout, self.host, self.port = _upstream_transport(self.upstream), timeout, host, port
 
     def refusal(self, h) -> tuple|None:
         "(status, message) when the request must not go through"
@@ -295,7 +299,8 @@ def forward(self:Proxy, h, body:bytes, headers) -> tuple:
     import httpx
     url = self.upstream + h.path
     try:
-        resp = self.client.send(self.client.build_request(h.command, url, headers=headers, content=body), stream=True)
+        req = httpx.Request(h.command, url, headers=headers, content=body, extensions=dict(timeout=httpx.Timeout(self.timeout, connect=10.0).as_dict()))
+        resp = self.transport.handle_request(req)  # (not a Client: no cookie jar shared between clients, no redirects)
     except httpx.TimeoutException as e:
         h.api_error(504, f'headlesnb proxy: the upstream {self.upstream} did not answer in time ({type(e).__name__})', 'timeout_error'); return 504, b''
     except httpx.HTTPError as e:
