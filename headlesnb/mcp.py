@@ -42,15 +42,29 @@ def failed(e:BaseException, limit:int=20_000) -> CallToolResult:
 
 ALIASES = {'timeout_seconds': 'timeout'}  # jupyter-mcp-server's older argument names, which its clients still send
 
-def compact_schema(s):
-    "A JSON schema as an assistant needs it: no titles, no `default: null`, an `anyOf` of plain types as one list of types"
-    if isinstance(s, list): return [compact_schema(x) for x in s]
+def _optional(p:dict) -> dict:
+    "A property's schema without `null` among its types, nor a default of false or '': leaving an optional argument out says the same"
+    if p.get('default') is False or p.get('default') == '': p = {k: v for k, v in p.items() if k != 'default'}
+    if isinstance(p.get('type'), list) and 'null' in p['type']:
+        t = [x for x in p['type'] if x != 'null']
+        p = dict(p, type=t[0] if len(t) == 1 else t)
+    if {'type': 'null'} in (p.get('anyOf') or []):
+        alts = [a for a in p['anyOf'] if a != {'type': 'null'}]
+        p = {k: v for k, v in p.items() if k != 'anyOf'} | (alts[0] if len(alts) == 1 else {'anyOf': alts})
+    return p
+
+def compact_schema(s, top:bool=True):
+    "A tool's JSON schema as an assistant needs it: no titles, no `default: null`, an `anyOf` of plain types as one list of types, no `null` for optional arguments"
+    if isinstance(s, list): return [compact_schema(x, False) for x in s]
     if not isinstance(s, dict): return s
-    d = {k: compact_schema(v) for k, v in s.items() if not (k == 'title' and isinstance(v, str)) and not (k == 'default' and v is None)}
+    d = {k: compact_schema(v, False) for k, v in s.items() if not (k == 'title' and isinstance(v, str)) and not (k == 'default' and v is None)}
     alts = d.get('anyOf')
     if alts and all(set(a) == {'type'} and isinstance(a['type'], str) for a in alts):
         del d['anyOf']
         d['type'] = [a['type'] for a in alts]
+    if top and isinstance(d.get('properties'), dict):
+        req = set(d.get('required', []))
+        d['properties'] = {k: v if k in req else _optional(v) for k, v in d['properties'].items()}
     return d
 
 class HeadlesnbMCPServer(MCPServer):
@@ -89,13 +103,13 @@ class HeadlesnbMCPServer(MCPServer):
         return res
 
 # %% ../nbs/24_mcp.ipynb #4406194b
-_NbName = Annotated[str|None, Field(description="Notebook (default: the active one)")]
+_NbName = Annotated[str|None, Field(description="Default: the active notebook")]
 _CellRef = Annotated[int|str|None, Field(description="Cell index (0-based, <0 from the end) or id")]
 _CellId = Annotated[str|None, Field(description="Cell id (instead of cell_index)")]
-_Timeout = Annotated[float, Field(description="Seconds before it is interrupted (0: server default)", ge=0)]
-_Interval = Annotated[float, Field(description="Seconds between progress notifications (0: server default)", ge=0)]
-_Stream = Annotated[bool, Field(description="Ignored: progress comes when the client asks")]
-_Hash = Annotated[str|None, Field(description="Hash from a read: refused if the cell changed since")]
+_Timeout = Annotated[float, Field(description="Seconds before interrupting (0: default)", ge=0)]
+_Interval = Annotated[float, Field(description="Seconds between progress notes (0: default)", ge=0)]
+_Stream = Annotated[bool, Field(description="Ignored")]
+_Hash = Annotated[str|None, Field(description="Hash from a read: refused if changed since")]
 _Pos = Annotated[int|str, Field(description="Index of the new cell (-1 appends) or id of the cell to insert before")]
 
 _INT_RE = re.compile(r'^\s*-?\d+\s*$')
@@ -160,7 +174,7 @@ async def use_notebook(self:NotebookTools,
         mode:Annotated[Literal['connect', 'create'], Field(description="connect: open a file; create: a new notebook")]='connect',
         kernel_id:Annotated[str|None, Field(description="A running kernel of the Jupyter server (--jupyter-url)")]=None,
         kernel:Annotated[str|None, Field(description="'inprocess' or a kernelspec such as 'python3' (default: the server's)")]=None) -> CallToolResult:
-    "Open (connect) or create a notebook and make it active; shows its first cells. Call before working on a notebook."
+    "Open (connect) or create a notebook and make it active; shows its first cells."
     def call():
         d = self.nm.use_notebook(notebook_name, notebook_path, mode, kernel=kernel, kernel_id=kernel_id)
         with self.nm.edit(d['name'], strict=False) as it: d['around'] = _around(it, 0, 20)
@@ -176,8 +190,8 @@ async def use_notebook(self:NotebookTools,
 async def connect_to_jupyter(self:NotebookTools,
         jupyter_url:Annotated[str, Field(description="Jupyter server URL, e.g. 'http://localhost:8888'")],
         jupyter_token:Annotated[str|None, Field(description="Its token")]=None,
-        document_provider:Annotated[str, Field(description="'jupyter' (notebooks stay files under the root)")]='jupyter') -> CallToolResult:
-    "Run the kernels of notebooks opened from now on in a Jupyter server; notebooks stay files under the root."
+        document_provider:Annotated[str, Field(description="Only 'jupyter'")]='jupyter') -> CallToolResult:
+    "Run the kernels of notebooks opened from now on in a Jupyter server."
     def call():
         check_str(jupyter_url, 'jupyter_url')
         if not re.match(r'^https?://[^/\s]+', jupyter_url): raise BadArgumentError(f"jupyter_url must be an http(s) URL such as 'http://localhost:8888', not {jupyter_url!r}")
@@ -230,7 +244,7 @@ async def list_variables(self:NotebookTools, notebook_name:_NbName=None) -> Call
 async def inspect_variable(self:NotebookTools,
         name:Annotated[str, Field(description="A variable or dotted path such as df.columns")],
         notebook_name:_NbName=None) -> CallToolResult:
-    "Describe one variable of a notebook's kernel: type, size, value, docstring (as x? shows it)."
+    "Describe a variable of a notebook's kernel (as x? shows it)."
     return await self._do(lambda: self.nm.inspect_variable(name, notebook_name), format_variable)
 
 @patch
@@ -350,7 +364,7 @@ async def overwrite_cell_source(self:NotebookTools, cell_source:Annotated[str, F
 
 @patch
 async def edit_cell_source(self:NotebookTools,
-        old_string:Annotated[str, Field(description="Exact text to replace; must occur once unless replace_all")],
+        old_string:Annotated[str, Field(description="Exact text; must occur once unless replace_all")],
         new_string:Annotated[str, Field(description="Replacement text")],
         cell_index:_CellRef=None, replace_all:Annotated[bool, Field(description="Replace every occurrence")]=False,
         notebook_name:_NbName=None, expected_hash:_Hash=None, cell_id:_CellId=None) -> CallToolResult:
@@ -421,14 +435,14 @@ async def clear_cell_output(self:NotebookTools,
     return await self._do(call, fmt)
 
 @patch
-async def undo(self:NotebookTools, steps:Annotated[int, Field(description="How many edits to undo", ge=1)]=1,
+async def undo(self:NotebookTools, steps:Annotated[int, Field(description="How many", ge=1)]=1,
                notebook_name:_NbName=None) -> CallToolResult:
-    "Undo the last edit(s) of a notebook (inserts, deletes, source edits, moves, cleared outputs)."
+    "Undo the last edit(s) of a notebook."
     def fmt(d): return f"undid {', '.join(d['undone'])}; can undo {d['can_undo']} more, redo {d['can_redo']}"
     return await self._do(lambda: self.nm.undo(steps, notebook_name), fmt)
 
 @patch
-async def redo(self:NotebookTools, steps:Annotated[int, Field(description="How many undone edits to redo", ge=1)]=1,
+async def redo(self:NotebookTools, steps:Annotated[int, Field(description="How many", ge=1)]=1,
                notebook_name:_NbName=None) -> CallToolResult:
     "Redo edit(s) undone by undo."
     def fmt(d): return f"redid {', '.join(d['redone'])}; can undo {d['can_undo']}, redo {d['can_redo']} more"
@@ -436,7 +450,7 @@ async def redo(self:NotebookTools, steps:Annotated[int, Field(description="How m
 
 @patch
 async def save(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
-    "Write pending changes to disk now (edits are saved automatically too)."
+    "Write pending changes to disk now."
     return await self._do(lambda: self.nm.save(notebook_name), lambda d: f"saved {d['path']}" if d['saved'] else f"{d['path']} is up to date")
 
 # %% ../nbs/24_mcp.ipynb #e7a6f9ab
@@ -536,9 +550,9 @@ async def insert_execute_code_cell(self:NotebookTools, cell_index:_Pos,
 async def execute_code(self:NotebookTools,
         code:Annotated[str, Field(description="Code to run (%magics and !shell work)")],
         timeout:_Timeout=30,
-        kernel_id:Annotated[str|None, Field(description="A running kernel of the Jupyter server, instead of the notebook's")]=None,
+        kernel_id:Annotated[str|None, Field(description="A Jupyter server kernel to use instead")]=None,
         progress_interval:_Interval=5, notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
-    "Run code in a notebook's kernel without adding it to the notebook (scratch work, inspecting variables)."
+    "Run code in a notebook's kernel without adding it to the notebook."
     t, t0 = self._timeout(timeout), time.monotonic()
     async def start(st):
         if kernel_id is None: return await self.nm.aexecute_code(code, t, notebook_name)
@@ -573,7 +587,7 @@ async def interrupt(self:NotebookTools, notebook_name:_NbName=None) -> CallToolR
                           lambda d: "interrupted the running code" if d['interrupted'] else "nothing was running")
 
 # %% ../nbs/24_mcp.ipynb #f30bccc3
-_DlgName = Annotated[str|None, Field(description="Dialog to act on (default: the active one, i.e. the last used)")]
+_DlgName = Annotated[str|None, Field(description="Default: the active dialog")]
 _MsgType = Literal['code', 'note', 'prompt', 'raw']
 _FLAG_NAMES = ('pinned', 'skipped', 'exported', 'bookmark')
 
@@ -596,10 +610,10 @@ async def list_dialogs(self:DialogTools) -> CallToolResult:
 
 @patch
 async def use_dialog(self:DialogTools,
-        dialog_name:Annotated[str, Field(description="Name of the dialog (folders allowed: 'a/b/name'); its file is <name>.ipynb unless dialog_path is given")],
-        dialog_path:Annotated[str|None, Field(description="Path of the .ipynb under the server root")]=None,
-        mode:Annotated[Literal['connect', 'create'], Field(description="'connect' opens an existing dialog; 'create' makes a new one")]='connect') -> CallToolResult:
-    "Open (connect) or create a Solveit-style dialog and make it the active dialog."
+        dialog_name:Annotated[str, Field(description="Dialog name ('a/b/name' allowed; file: <name>.ipynb)")],
+        dialog_path:Annotated[str|None, Field(description="Path under the root")]=None,
+        mode:Annotated[Literal['connect', 'create'], Field(description="connect: open one; create: a new one")]='connect') -> CallToolResult:
+    "Open (connect) or create a Solveit-style dialog and make it active."
     return await self._do(lambda: self.dm.use_dialog(dialog_name, dialog_path, mode),
                           lambda d: f"{'created' if mode == 'create' else 'using'} dialog {d['name']!r} ({d['path']}, {_plural(d['messages'], 'message')})")
 
@@ -610,20 +624,20 @@ async def unuse_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallToolR
 
 @patch
 async def find_msgs(self:DialogTools,
-        re_pattern:Annotated[str, Field(description="Regex searched in content and output ('' matches every message)")]='',
-        msg_type:Annotated[_MsgType|None, Field(description="Only messages of this type")]=None,
-        include_output:Annotated[bool, Field(description="Search and show outputs too")]=True,
-        include_skipped:Annotated[bool, Field(description="Include messages hidden from the AI (skipped)")]=False,
-        context:Annotated[int, Field(description="Also show this many messages around each match of re_pattern", ge=0)]=0,
-        limit:Annotated[int|None, Field(description="Most matches to return", ge=1)]=None,
-        only_err:Annotated[bool, Field(description="Only code messages whose output has an error")]=False,
-        only_exp:Annotated[bool, Field(description="Only messages marked for export")]=False,
-        only_chg:Annotated[bool, Field(description="Only messages changed since the dialog's last git commit")]=False,
-        headers_only:Annotated[bool, Field(description="Only header notes, first line only (an outline)")]=False,
-        header_section:Annotated[str|None, Field(description="Only the section under this header note (its text, without #)")]=None,
-        use_regex:Annotated[bool, Field(description="False: re_pattern is plain text")]=True,
+        re_pattern:Annotated[str, Field(description="Regex on content and output ('': all)")]='',
+        msg_type:Annotated[_MsgType|None, Field(description="Only this type")]=None,
+        include_output:Annotated[bool, Field(description="Search and show outputs")]=True,
+        include_skipped:Annotated[bool, Field(description="Include skipped messages")]=False,
+        context:Annotated[int, Field(description="Messages shown around each match", ge=0)]=0,
+        limit:Annotated[int|None, Field(description="Most matches", ge=1)]=None,
+        only_err:Annotated[bool, Field(description="Only errors")]=False,
+        only_exp:Annotated[bool, Field(description="Only exported")]=False,
+        only_chg:Annotated[bool, Field(description="Only changed since the last git commit")]=False,
+        headers_only:Annotated[bool, Field(description="Only headers (an outline)")]=False,
+        header_section:Annotated[str|None, Field(description="Only the section under this header (text without #)")]=None,
+        use_regex:Annotated[bool, Field(description="false: plain text")]=True,
         dialog_name:_DlgName=None) -> CallToolResult:
-    "Find messages in a dialog (all of them with no pattern), in order."
+    "Find messages in a dialog, in order."
     def fmt(ms): return '\n\n'.join(format_message(m, self.opts, include_output) for m in ms) if ms else "no matching messages"
     return await self._do(lambda: self.dm.find_messages(re_pattern, msg_type, include_output=include_output, include_skipped=include_skipped,
                                                         context=context, limit=limit, use_regex=use_regex, only_err=only_err, only_exp=only_exp,
@@ -632,20 +646,20 @@ async def find_msgs(self:DialogTools,
 
 @patch
 async def read_msg(self:DialogTools,
-        msg_id:Annotated[str|None, Field(description="Message id (default: the current message: the last added or run)")]=None,
-        n:Annotated[int, Field(description="Offset from msg_id / the current message when relative; else an absolute index (negative from the end)")]=0,
-        relative:Annotated[bool, Field(description="Is n relative to msg_id / the current message?")]=True,
+        msg_id:Annotated[str|None, Field(description="Message id (default: the current one)")]=None,
+        n:Annotated[int, Field(description="Offset when relative, else index (<0 from the end)")]=0,
+        relative:Annotated[bool, Field(description="n relative to msg_id?")]=True,
         dialog_name:_DlgName=None) -> CallToolResult:
     "Read one message of a dialog."
     return await self._do(lambda: self.dm.read_message(msg_id, n, relative, dialog_name), lambda m: format_message(m, self.opts))
 
 @patch
 async def add_msg(self:DialogTools,
-        content:Annotated[str, Field(description="Text of the message: code, markdown note, prompt or raw text")],
+        content:Annotated[str, Field(description="Its text")],
         msg_type:Annotated[_MsgType, Field(description="code, note, prompt or raw")]='note',
-        placement:Annotated[Literal['add_after', 'add_before', 'at_start', 'at_end'], Field(description="Where: relative to msg_id (or the current message), or at the start/end")]='at_end',
-        msg_id:Annotated[str|None, Field(description="Message the placement is relative to")]=None,
-        run:Annotated[bool, Field(description="Queue a code message or prompt to run in the background (read_msg shows when it is done)")]=False,
+        placement:Annotated[Literal['add_after', 'add_before', 'at_start', 'at_end'], Field(description="Relative to msg_id (default: current), or start/end")]='at_end',
+        msg_id:Annotated[str|None, Field(description="Message placed relative to")]=None,
+        run:Annotated[bool, Field(description="Queue it to run in the background")]=False,
         dialog_name:_DlgName=None) -> CallToolResult:
     "Add a message to a dialog; it becomes the current message. Returns its id."
     return await self._do(lambda: self.dm.add_message(content, msg_type, placement, msg_id, dialog_name, run=run),
@@ -656,30 +670,30 @@ async def update_msg(self:DialogTools,
         msg_id:Annotated[str, Field(description="Message to change")],
         content:Annotated[str|None, Field(description="New content")]=None,
         msg_type:Annotated[_MsgType|None, Field(description="New type")]=None,
-        pinned:Annotated[bool|None, Field(description="Always keep in the AI's context")]=None,
+        pinned:Annotated[bool|None, Field(description="Always in the AI's context")]=None,
         skipped:Annotated[bool|None, Field(description="Hide from the AI's context")]=None,
         exported:Annotated[bool|None, Field(description="Mark for nbdev export")]=None,
         dialog_name:_DlgName=None,
-        expected_hash:Annotated[str|None, Field(description="The message's hash as a read showed it: refused (showing it as it is now) if it changed since")]=None) -> CallToolResult:
-    "Change a message's content, type or flags (one undo step). Returns a diff of the content and the new hash."
+        expected_hash:Annotated[str|None, Field(description="Hash from a read: refused if changed since")]=None) -> CallToolResult:
+    "Change a message's content, type or flags. Returns the diff and the new hash."
     fields = {k: v for k, v in dict(content=content, msg_type=msg_type, pinned=pinned, skipped=skipped, exported=exported).items() if v is not None}
     def fmt(d): return cap_text(f"updated message {d['id']} (hash now {d['hash']}): {', '.join(d['changed']) or 'no change'}" + (f"\n{d['diff']}" if d['diff'] else ''), self.opts.text_limit)
     return await self._do(lambda: self.dm.update_message(msg_id, dialog_name, expected_hash, **fields), fmt)
 
 @patch
 async def del_msgs(self:DialogTools,
-        ids:Annotated[list[str], Field(description="Ids of the messages to delete")],
+        ids:Annotated[list[str], Field(description="Message ids")],
         dialog_name:_DlgName=None,
-        expected_hash:Annotated[str|list[str|None]|None, Field(description="The hash a read showed: one (for one message) or one per id (null: unchecked); nothing is deleted if one changed since")]=None) -> CallToolResult:
+        expected_hash:Annotated[str|list[str|None]|None, Field(description="Hash from a read, or one per id: nothing deleted if one changed")]=None) -> CallToolResult:
     "Delete messages (one undo step)."
     return await self._do(lambda: self.dm.delete_messages(ids, dialog_name, expected_hash),
                           lambda d: f"deleted {_plural(len(d['deleted']), 'message')}; {_plural(d['total'], 'message')} left")
 
 @patch
 async def run_msg(self:DialogTools,
-        msg_id:Annotated[str|None, Field(description="Code message to run (default: the current message)")]=None,
+        msg_id:Annotated[str|None, Field(description="Code message (default: the current one)")]=None,
         timeout:_Timeout=0, progress_interval:_Interval=0, dialog_name:_DlgName=None, ctx:Context=None) -> CallToolResult:
-    "Run a code message in its dialog's kernel; outputs are stored in the message and returned."
+    "Run a code message; outputs are stored in it and returned."
     t = self._timeout(timeout)
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
@@ -689,9 +703,9 @@ async def run_msg(self:DialogTools,
 
 @patch
 async def execute_prompt(self:DialogTools,
-        msg_id:Annotated[str|None, Field(description="Prompt message to answer (default: the current message)")]=None,
+        msg_id:Annotated[str|None, Field(description="Prompt message (default: the current one)")]=None,
         dialog_name:_DlgName=None, ctx:Context=None) -> CallToolResult:
-    "Answer a prompt message with the server's Claude model (the dialog above it is the context); the reply is stored as its output."
+    "Answer a prompt message with the server's model; the reply is stored as its output."
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
         return self.dm.execute_prompt(msg_id, dialog_name)
@@ -701,12 +715,12 @@ async def execute_prompt(self:DialogTools,
     return await self._run(ctx, self._threaded(call), fmt, 'prompt', 0, 0)
 
 @patch
-async def dialog_undo(self:DialogTools, steps:Annotated[int, Field(description="How many edits to undo", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:
+async def dialog_undo(self:DialogTools, steps:Annotated[int, Field(description="How many", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:
     "Undo the last edits of a dialog."
     return await self._do(lambda: self.dm.undo(steps, dialog_name), lambda d: f"undid {', '.join(d['undone'])}; can undo {d['can_undo']} more, redo {d['can_redo']}")
 
 @patch
-async def dialog_redo(self:DialogTools, steps:Annotated[int, Field(description="How many undone edits to redo", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:
+async def dialog_redo(self:DialogTools, steps:Annotated[int, Field(description="How many", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:
     "Redo dialog edits that were undone."
     return await self._do(lambda: self.dm.redo(steps, dialog_name), lambda d: f"redid {', '.join(d['redone'])}; can undo {d['can_undo']}, redo {d['can_redo']} more")
 
@@ -715,29 +729,29 @@ _Ids = Annotated[list[str], Field(description="Message ids")]
 
 @patch
 async def toggle_export(self:DialogTools, ids:_Ids,
-        on:Annotated[bool|None, Field(description="Export (true) or not (false); default: the opposite of the first message's state")]=None,
+        on:Annotated[bool|None, Field(description="Export or not (default: flip the first one's state)")]=None,
         dialog_name:_DlgName=None) -> CallToolResult:
-    "Mark messages for nbdev export, or unmark them (an `#| export` line is removed too). One undo step."
+    "Mark messages for nbdev export, or unmark them."
     return await self._do(lambda: self.dm.toggle_export(ids, on, dialog_name),
                           lambda d: f"{_plural(len(d['ids']), 'message')} {'marked' if d['exported'] else 'no longer marked'} for export")
 
 @patch
 async def toggle_comment(self:DialogTools, ids:_Ids, dialog_name:_DlgName=None) -> CallToolResult:
-    "Comment out every line of code messages (or uncomment them when all lines are commented). One undo step."
+    "Comment out code messages' lines (or uncomment them if all are)."
     return await self._do(lambda: self.dm.toggle_comment(ids, dialog_name),
                           lambda d: f"{'commented' if d['commented'] else 'uncommented'} {_plural(len(d['ids']), 'message')}")
 
 @patch
 async def toggle_bookmark(self:DialogTools,
         msg_id:Annotated[str, Field(description="Message to bookmark")],
-        n:Annotated[int, Field(description="Bookmark number 1-9 (one message holds each)", ge=1, le=9)],
+        n:Annotated[int, Field(description="Bookmark 1-9", ge=1, le=9)],
         dialog_name:_DlgName=None) -> CallToolResult:
-    "Put bookmark n on a message (moving it from any other), or take it off when the message has it."
+    "Put bookmark n on a message (moving it), or take it off if it has it."
     return await self._do(lambda: self.dm.toggle_bookmark(msg_id, n, dialog_name),
                           lambda d: f"bookmark {n} {'set on' if d['bookmark'] else 'taken off'} message {d['id']}")
 
 @patch
-async def toggle_header(self:DialogTools, msg_id:Annotated[str, Field(description="Header note whose section to collapse or expand")],
+async def toggle_header(self:DialogTools, msg_id:Annotated[str, Field(description="Header note")],
         dialog_name:_DlgName=None) -> CallToolResult:
     "Collapse or expand the section under a header note."
     return await self._do(lambda: self.dm.toggle_heading_collapse(msg_id, dialog_name),
@@ -752,7 +766,7 @@ async def copy_msgs(self:DialogTools, ids:_Ids,
 
 @patch
 async def paste_msgs(self:DialogTools,
-        msg_id:Annotated[str|None, Field(description="Paste next to this message (default: the current message)")]=None,
+        msg_id:Annotated[str|None, Field(description="Paste next to it (default: the current one)")]=None,
         after:Annotated[bool, Field(description="After it (true) or before it")]=True, dialog_name:_DlgName=None) -> CallToolResult:
     "Paste the clipboard's messages (with new ids)."
     return await self._do(lambda: self.dm.paste_messages(msg_id, after, dialog_name),
@@ -760,22 +774,22 @@ async def paste_msgs(self:DialogTools,
 
 @patch
 async def dialog_files(self:DialogTools,
-        subpath:Annotated[str, Field(description="Folder under the root ('' for the root)")]='',
-        depth:Annotated[int, Field(description="How many folder levels to descend", ge=1, le=10)]=1) -> CallToolResult:
+        subpath:Annotated[str, Field(description="Folder under the root")]='',
+        depth:Annotated[int, Field(description="Folder levels", ge=1, le=10)]=1) -> CallToolResult:
     "List the dialogs on disk (folders end with /), open or not."
     return await self._do(lambda: self.dm.dialog_files(subpath, depth), lambda items: '\n'.join(items) or 'no dialogs')
 
 @patch
 async def create_dialog(self:DialogTools,
         dialog_name:Annotated[str, Field(description="Name of the new dialog (folders allowed)")],
-        template:Annotated[bool, Field(description="Start with the messages of TEMPLATE.ipynb files in its folder and above")]=True) -> CallToolResult:
+        template:Annotated[bool, Field(description="Start from TEMPLATE.ipynb files in its folder and above")]=True) -> CallToolResult:
     "Create a dialog (or open it if it exists) and make it the active dialog."
     return await self._do(lambda: self.dm.create_dialog(dialog_name, template),
                           lambda d: f"dialog {d['name']!r} ({d['path']}, {_plural(d['messages'], 'message')}) is the active dialog")
 
 @patch
 async def rm_dialog(self:DialogTools, dialog_name:Annotated[str, Field(description="Dialog (or folder of dialogs) to delete")]) -> CallToolResult:
-    "Delete a dialog file (or a folder of dialogs) for good, closing it first. Not undoable."
+    "Delete a dialog (or folder of dialogs) for good. Not undoable."
     return await self._do(lambda: self.dm.remove_dialog(dialog_name), lambda d: f"deleted {d['deleted']}")
 
 @patch
@@ -787,14 +801,14 @@ async def interrupt_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallT
 
 @patch
 async def list_dialog_variables(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
-    "List the variables of a dialog's kernel (name, type, size, short repr) without running code."
+    "List the variables of a dialog's kernel (name, type, size, short repr)."
     return await self._do(lambda: self.dm.list_variables(dialog_name), format_variables)
 
 @patch
 async def inspect_dialog_variable(self:DialogTools,
-        name:Annotated[str, Field(description="A variable, or a dotted attribute path such as df.columns")],
+        name:Annotated[str, Field(description="A variable or dotted path such as df.columns")],
         dialog_name:_DlgName=None) -> CallToolResult:
-    "Describe one variable of a dialog's kernel: type, size, value and docstring (as IPython's x? shows it)."
+    "Describe a variable of a dialog's kernel (as x? shows it)."
     return await self._do(lambda: self.dm.inspect_variable(name, dialog_name), format_variable)
 
 @patch

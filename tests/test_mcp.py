@@ -97,7 +97,7 @@ def test_tools_and_schemas(tmp_path):
             assert set(tools['read_notebook'].input_schema['properties']) >= {'notebook_name', 'response_format', 'start_index', 'limit'}
             assert set(tools['list_files'].input_schema['properties']) == {'path', 'max_depth', 'start_index', 'limit', 'pattern'}
             # a cell may be named by index or id
-            assert set(tools['read_cell'].input_schema['properties']['cell_index']['type']) == {'integer', 'string', 'null'}
+            assert set(tools['read_cell'].input_schema['properties']['cell_index']['type']) == {'integer', 'string'}  # optional: no null listed
             assert set(tools['read_cell'].input_schema['properties']) == {'cell_index', 'cell_id', 'include_outputs', 'notebook_name'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
                 if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files', 'connect_to_jupyter',

@@ -44,9 +44,9 @@ def types_of(schema: dict) -> set:
     return set(t) if isinstance(t, list) else {t} if t else set()
 
 
-def accepts(ours: set, theirs: set) -> bool:
-    "Does a parameter typed `ours` take every value one typed `theirs` takes? (a number takes an integer)"
-    return all(t in ours or (t == 'integer' and 'number' in ours) for t in theirs)
+def accepts(ours: set, theirs: set, optional: bool) -> bool:
+    "Does a parameter typed `ours` take every value one typed `theirs` takes? (a number takes an integer; an optional one, null)"
+    return all(t in ours or (t == 'integer' and 'number' in ours) or (t == 'null' and optional) for t in theirs)
 
 
 def enum_of(schema: dict):
@@ -69,7 +69,7 @@ def test_tool_schemas_and_prompt_match_jupyter_mcp_server(tmp_path):
             assert set(theirs_props) <= set(our_props), f'{name}: missing parameters {set(theirs_props) - set(our_props)}'
             assert set(jt['inputSchema'].get('required', [])) == set(o.input_schema.get('required', [])), name
             for p, ts in theirs_props.items():
-                assert accepts(types_of(our_props[p]), types_of(ts)), f'{name}.{p}: {our_props[p]} does not take {ts}'
+                assert accepts(types_of(our_props[p]), types_of(ts), p not in o.input_schema.get('required', [])), f'{name}.{p}: {our_props[p]} does not take {ts}'
                 if (te := enum_of(ts)) is not None:
                     oe = enum_of(our_props[p])
                     assert oe is not None and te <= oe, f'{name}.{p}: enum {oe} lacks some of {te}'
