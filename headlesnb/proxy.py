@@ -227,7 +227,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def read_body(self) -> bytes|None:
         "The request body (None: refused, already answered)"
+        try: return self._read_body()
+        except ValueError:
+            self.close_connection = True
+            self.api_error(400, 'headlesnb proxy: a malformed request body (chunk sizes or content-length)', 'invalid_request_error')
+
+    def _read_body(self) -> bytes|None:
         te, n = self.headers.get('transfer-encoding', '').lower(), self.headers.get('content-length')
+        if n is not None and not n.strip().isdigit(): raise ValueError(n)
         if 'chunked' in te:
             parts, size = [], 0
             while (k := int(self.rfile.readline().split(b';')[0].strip() or b'0', 16)):
@@ -237,7 +244,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             else:
                 while self.rfile.readline() not in (b'\r\n', b'\n', b''): pass  # trailers
                 return b''.join(parts)
-        elif n is None or (n.isdigit() and int(n) <= MAX_REQUEST): return self.rfile.read(int(n)) if n else b''
+        elif n is None or int(n) <= MAX_REQUEST: return self.rfile.read(int(n)) if n else b''
         self.close_connection = True
         self.api_error(413, f'request body over {MAX_REQUEST:,} bytes', 'request_too_large')
         return None
@@ -258,6 +265,7 @@ class Proxy:
         "(status, message) when the request must not go through"
         scope = dict(type='http', method=h.command, headers=[(k.lower().encode('latin-1'), v.encode('latin-1')) for k, v in h.headers.items()])
         if h.command == 'OPTIONS': return 405, 'OPTIONS is not allowed: this proxy answers no cross-origin (CORS) requests'
+        if not h.path.startswith('/'): return 400, 'the request target must be a path (this is not a forward proxy)'
         if (why := self.guard.check(scope)): return why
         if self.token and not self.guard.token_ok(h.headers.get('x-headlesnb-token')):
             return 401, 'unauthorized: send the proxy token in the X-Headlesnb-Token header'
@@ -283,7 +291,9 @@ class Proxy:
             return h.api_error(500, f'headlesnb proxy: cannot render the workspace: {e}')
         headers = [(k, v) for k, v in h.headers.items() if k.lower() not in HOP_HEADERS] + [('accept-encoding', 'identity')]
         answer = self.forward(h, body, headers)
-        if self.log: self.log.write(h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, body, *answer)
+        if self.log:
+            try: self.log.write(h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, body, *answer)
+            except OSError as e: print(f'headlesnb proxy: cannot write the request log: {e}', file=sys.stderr, flush=True)
 
 # %% ../nbs/30_proxy.ipynb #ba0cf7f6
 def _send_head(h, status:int, headers, chunked:bool):
@@ -321,21 +331,23 @@ def forward(self:Proxy, h, body:bytes, headers) -> tuple:
 def stream(self:Proxy, h, resp) -> bytes:
     "Pass server-sent events on as they arrive (whole events); a drop mid-stream ends it with an `event: error`"
     import httpx
-    w, seen, pending = h.wfile, [], b''
-    w.write(_send_head(h, resp.status_code, resp.headers.multi_items(), True) + b'\r\n')
+    seen, pending = [], b''
+    def send(out:bytes):
+        h.wfile.write(_chunk(out))
+        if self.log: seen.append(out)  # (kept only for the log)
+    h.wfile.write(_send_head(h, resp.status_code, resp.headers.multi_items(), True) + b'\r\n')
     try:
-        for data in resp.iter_raw():
-            pending += data
-            if (end := pending.rfind(b'\n\n')) < 0: continue
-            out, pending = pending[:end + 2], pending[end + 2:]
-            w.write(_chunk(out)); seen.append(out)
-        if pending: w.write(_chunk(pending)); seen.append(pending)
-    except httpx.HTTPError as e:
-        msg = error_json(f'headlesnb proxy: the upstream {self.upstream} dropped the connection mid-stream: {e or type(e).__name__}')
-        out = b'event: error\ndata: ' + msg + b'\n\n'
-        w.write(_chunk(out)); seen.append(out)
-    except OSError: h.close_connection = True; return b''.join(seen)  # the client went away: so does the upstream request
-    w.write(b'0\r\n\r\n')
+        try:
+            for data in resp.iter_raw():
+                pending += data
+                if (end := pending.rfind(b'\n\n')) < 0: continue
+                out, pending = pending[:end + 2], pending[end + 2:]
+                send(out)
+            if pending: send(pending)
+        except httpx.HTTPError as e:
+            send(b'event: error\ndata: ' + error_json(f'headlesnb proxy: the upstream {self.upstream} dropped the connection mid-stream: {e or type(e).__name__}') + b'\n\n')
+        h.wfile.write(b'0\r\n\r\n')
+    except OSError: h.close_connection = True  # the client went away: so does the upstream request
     return b''.join(seen)
 
 def check_upstream(url:str) -> str:
@@ -354,6 +366,10 @@ class ProxyServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().__init__(sock.getsockname()[:2], _Handler, bind_and_activate=False)
         self.socket.close()
         self.socket, self.proxy = sock, proxy
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)): return  # a client that hung up
+        super().handle_error(request, client_address)
 
 def serve(root, upstream:str, port:int=0, **kw) -> ProxyServer:
     "Start a proxy on 127.0.0.1:`port` (0: a free one) in a daemon thread; `.url` is its address, `.shutdown()` stops it"

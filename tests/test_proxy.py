@@ -316,6 +316,11 @@ def test_refuses_foreign_pages(proxy):
         assert r.status_code == 403
         r = c.options(u, headers={'origin': 'https://attacker.example', 'access-control-request-method': 'POST'})
         assert r.status_code in (403, 405) and not any(k.startswith('access-control-') for k in r.headers)
+    port = int(proxy['url'].rsplit(':', 1)[1])
+    for target in (b'@attacker.example/v1/messages', b'http://attacker.example/v1/messages'):  # not a forward proxy
+        with socket.create_connection(('127.0.0.1', port)) as s:
+            s.sendall(b'GET ' + target + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n\r\n' % port)
+            assert s.recv(100).startswith(b'HTTP/1.1 400 ')
 
 
 def test_command_line(tmp_path, fake):
