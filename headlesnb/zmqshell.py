@@ -206,6 +206,7 @@ class ZMQInteractiveShell(CaptureShell, IPyKernelShell):
     def __init__(self, mpl_format:str|None=None):
         self._out, self.exit_requested, self._tb_in_displayhook = None, False, False
         super().__init__(mpl_format=mpl_format)
+        self.user_ns.pop('set_matplotlib_formats', None)  # execnb imported it to set the formats up; ipykernel's namespace lacks it
         disable_async_magics(self)
         self.input_transformers_cleanup.remove(leading_comment_lines)
         with self.builtin_trap: self.extension_manager.load_extension('storemagic')  # IPython's kernel app loads it
