@@ -7,7 +7,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'grammar', 'extract', 'notebook_source', 'parse_file', 'python_module', 'module_of', 'Symbol', 'CodeMap',
            'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer', 'SearchIndex', 'open_codemap']
 
-# %% ../nbs/17_codemap.ipynb #84ea47e3
+# %% ../nbs/17_codemap.ipynb #9d353430
 import hashlib, json, os, re, sqlite3, stat, subprocess, threading, time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .errors import *
 from .utils import check_int, check_str
 
-# %% ../nbs/17_codemap.ipynb #212c8f8b
+# %% ../nbs/17_codemap.ipynb #60e19ecf
 EXTENSIONS = {
     '.py': 'python', '.pyi': 'python', '.ipynb': 'notebook',
     '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascript',
@@ -37,7 +37,7 @@ def lang_of(path:str) -> str|None:
     "The tree-sitter language (or 'notebook') of a file, by its extension; None: not code we index"
     return EXTENSIONS.get(os.path.splitext(path)[1])
 
-# %% ../nbs/17_codemap.ipynb #1ef86637
+# %% ../nbs/17_codemap.ipynb #5c43f97a
 # Which node kinds are definitions, names, calls and imports, read from each grammar's own list of kinds: one rule
 # for every language of the pack, so a grammar we never looked at still gives its functions and classes
 _DEF = re.compile(r'^(?:abstract_|generator_)?(class|function|method|struct|interface|enum|trait|impl|module|namespace|'
@@ -80,7 +80,7 @@ def grammar(name:str) -> Grammar|None:
     try: return Grammar(name)
     except (LookupError, ValueError, ImportError, OSError): return None
 
-# %% ../nbs/17_codemap.ipynb #76485cf3
+# %% ../nbs/17_codemap.ipynb #58600e78
 _FN_VALUES = {'arrow_function', 'function_expression', 'function', 'generator_function', 'class'}
 
 def _text(src:bytes, n) -> str: return src[n.start_byte:n.end_byte].decode('utf-8', 'replace')
@@ -151,6 +151,17 @@ def _bases(src:bytes, n) -> list:
             if b'=' in piece: continue  # metaclass=..., a keyword argument
             if (ws := _WORD.findall(piece)): res.append(ws[-1].decode())
     return list(dict.fromkeys(w for w in res if w not in ('object',)))
+
+def _patched(src:bytes, n) -> str|None:
+    "fastcore's `@patch def f(self:Cls)` adds f to Cls: the class it patches, else None"
+    d = n.parent
+    if not any(c.type == 'decorator' and _text(src, c).strip() in ('@patch', '@fastcore.basics.patch', '@patch_to') or
+               _text(src, c).startswith('@patch(') for c in d.named_children): return None
+    ps = n.child_by_field_name('parameters')
+    p = ps.named_children[0] if ps is not None and ps.named_child_count else None
+    t = p.child_by_field_name('type') if p is not None and p.type == 'typed_parameter' else None
+    ws = _WORD.findall(src[t.start_byte:t.end_byte]) if t is not None else []
+    return ws[-1].decode() if len(ws) == 1 else None  # one class (a union of classes patches each: left as a function)
 
 def _last_line(n) -> int:
     "The last line of `n` that holds code: a comment ending a Python block is not part of it (as `ast` has it)"
@@ -226,6 +237,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
             p = n.parent
             top = p.start_point[0] + 1 if p is not None and p.type in ('decorated_definition', 'export_statement', 'template_declaration') else None
             sig, doc, bases = _sig(src, n), _doc(src, n, lang), _bases(src, n)
+            if lang == 'python' and top and not outer and (cls := _patched(src, n)): name = f'{cls}.{name}'; kind = 'method'
             if go_recv and n.type == 'method_declaration' and (r := n.child_by_field_name('receiver')) is not None:
                 ws = _WORD.findall(src[r.start_byte:r.end_byte])
                 if ws: name = ws[-1].decode() + '.' + name
@@ -253,7 +265,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
     return dict(syms=syms, refs=[(k[0] if k[1] else k[0].decode('utf-8', 'replace'), k[1], _lines(v)) for k, v in refs.items()],
                 error='syntax errors (indexed as far as the parser got)' if tree.root_node.has_error else '')
 
-# %% ../nbs/17_codemap.ipynb #a31ac9ba
+# %% ../nbs/17_codemap.ipynb #d0a2f695
 _MAGIC = re.compile(r'^\s*[%!]')
 
 def notebook_source(data:bytes) -> tuple:
@@ -293,7 +305,7 @@ def _parse_batch(batch:list) -> list:
     "Worker: `parse_file` over (full, rel, lang, module, max_bytes) tuples"
     return [(b[1], parse_file(*b)) for b in batch]
 
-# %% ../nbs/17_codemap.ipynb #6856e484
+# %% ../nbs/17_codemap.ipynb #00f26370
 def python_module(rel:str, is_pkg) -> str:
     "The dotted name Python imports file `rel` by: up through folders that are packages (`is_pkg(folder)`), `__init__` dropped"
     parts = rel[:-len(os.path.splitext(rel)[1])].split('/')
@@ -309,7 +321,7 @@ def module_of(rel:str, lang:str, is_pkg, head:bytes=b'') -> str:
     if lang == 'go': return os.path.dirname(rel) or '.'
     return os.path.splitext(rel)[0]
 
-# %% ../nbs/17_codemap.ipynb #77cedff0
+# %% ../nbs/17_codemap.ipynb #48738a5b
 DB_PATH = '.headlesnb/codemap.sqlite'
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -352,7 +364,7 @@ class CodeMap:
         self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
         self.lock, self.generation, self.recent = threading.RLock(), 0, []  # recent: paths changed lately, newest first
         self._cache, self._cache_gen, self._pkgs, self._mem, self._ranking, self._search, self._qidx = {}, None, {}, None, None, None, {}
-        self._search_thread = None
+        self._search_thread = self._prep = None
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         if self.db_path.parent == self.root / '.headlesnb' and not (gi := self.db_path.parent / '.gitignore').exists():
             gi.write_text('*\n')  # git never picks up the index
@@ -369,9 +381,10 @@ class CodeMap:
 
     def _meta(self, k): return (r := self.con.execute('SELECT value FROM meta WHERE key=?', (k,)).fetchone()) and r[0]
     def _set_meta(self, **kw): self.con.executemany('INSERT OR REPLACE INTO meta VALUES (?, ?)', [(k, str(v)) for k, v in kw.items()])
-    def close(self): self.con.close()
+    def close(self):
+        with self.lock: self.con.close()
 
-# %% ../nbs/17_codemap.ipynb #e2fe44bf
+# %% ../nbs/17_codemap.ipynb #cbabf83b
 def _git_files(root:Path) -> list|None:
     "Files git tracks or would track under `root` (ignored ones left out); None outside a git work tree or without git"
     if not any((p / '.git').exists() for p in (root, *root.parents)): return None
@@ -411,7 +424,7 @@ def _listed(self:CodeMap) -> dict:
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes: res[rel] = st
     return res
 
-# %% ../nbs/17_codemap.ipynb #0849071c
+# %% ../nbs/17_codemap.ipynb #f1fcd966
 @patch
 def _is_pkg(self:CodeMap, folder:str) -> bool:
     c = self._pkgs
@@ -498,7 +511,7 @@ def refresh(self:CodeMap, progress=None) -> dict:
             self.recent = (k + [p for p in self.recent if p not in k])[:50]
         return dict(files=len(listed), changed=len(changed), removed=len(removed), seconds=round(time.perf_counter() - t0, 3))
 
-# %% ../nbs/17_codemap.ipynb #5995e987
+# %% ../nbs/17_codemap.ipynb #a52165f3
 _COLS = 's.id, s.file, s.qual, s.name, s.kind, s.start, s."end", s.top, s.sig, s.doc, s.bases'
 
 @patch
@@ -591,7 +604,7 @@ def outline(self:CodeMap, path:str) -> list:
     with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],)).fetchall()
     return [self._symbol(r) for r in rows]
 
-# %% ../nbs/17_codemap.ipynb #566a612d
+# %% ../nbs/17_codemap.ipynb #bed72cd7
 @patch
 def _rows(self:CodeMap, sql:str, args=()) -> list:
     with self.lock: return self.con.execute(sql, args).fetchall()
@@ -688,7 +701,7 @@ def imports(self:CodeMap, module:str) -> dict:
     return dict(module=', '.join(mods), files=[self.files[f][0] for f in fids], imports=sorted(out, key=lambda r: (r['path'], r['line'])),
                 imported_by=sorted(by, key=lambda r: (r['path'], r['line'])))
 
-# %% ../nbs/17_codemap.ipynb #e6861177
+# %% ../nbs/17_codemap.ipynb #f661df63
 @patch
 def all_symbols(self:CodeMap) -> dict:
     "{file id: [(qual, name, kind, start, end, top, sig, doc)]} of the whole index, in line order; kept up by `refresh`"
@@ -705,7 +718,7 @@ def counts(self:CodeMap) -> dict:
     "How many files and symbols the index holds"
     return dict(files=len(self.files), symbols=sum(len(v) for v in self.all_symbols().values()))
 
-# %% ../nbs/17_codemap.ipynb #3530c8d5
+# %% ../nbs/17_codemap.ipynb #c981606a
 import builtins
 _BUILTINS = set(dir(builtins)) | {'self', 'cls', 'this', 'super', 'new', 'init', 'main'}  # names that mean the language's own
 RANK_TTL = 60.0  # seconds a ranking is reused after the index changed (new symbols rank last until then)
@@ -724,37 +737,55 @@ class Ranking:
 def ranking(self:CodeMap) -> Ranking:
     """aider's repo-map ranking: files are nodes, a file referring to a name defined in another is an edge (weight grows
     with the square root of the uses; names defined in many files say little), PageRank (networkx) ranks the files, and
-    each file's rank flows along its edges to the definitions it uses"""
+    each file's rank flows along its edges to the definitions it uses. Computed outside the lock (lookups go on)"""
     import math, networkx as nx
     with self.lock:
         r = self._ranking
         if r is not None and (r.generation == self.generation or time.monotonic() - r.made < RANK_TTL): return r
-        defs = {}
-        for fid, name in self.con.execute("SELECT file, name FROM symbols WHERE kind != 'variable'"):
-            d = defs.setdefault(name, {}); d[fid] = 1
-        edges, contrib = {}, []
-        for f, name, lines in self.con.execute('SELECT file, name, lines FROM refs WHERE kind != 2'):
-            d = defs.get(name)
-            if not d or len(d) > 20 or name in _BUILTINS: continue
-            w = math.sqrt(lines.count(',') + 1) * (0.1 if name.startswith('_') else 1.0) / len(d)
-            for g in d:
-                if g != f: edges[(f, g)] = edges.get((f, g), 0.0) + w; contrib.append((f, g, name, w))
-        G = nx.DiGraph()
-        G.add_nodes_from(self.files)
-        G.add_weighted_edges_from((a, b, w) for (a, b), w in edges.items())
-        pr = nx.pagerank(G, weight='weight') if len(G) else {}
-        out, nbrs, score = {}, {}, {}
-        for (a, b), w in edges.items():
-            out[a] = out.get(a, 0.0) + w
-            nbrs.setdefault(a, set()).add(b); nbrs.setdefault(b, set()).add(a)
-        for f, g, name, w in contrib: score[(g, name)] = score.get((g, name), 0.0) + pr[f] * w / out[f]
-        mem = self.all_symbols()
-        order = [(fid, j, s[0]) for fid, rows in mem.items() for j, s in enumerate(rows) if s[2] != 'variable']
-        order.sort(key=lambda k: -(score.get((k[0], mem[k[0]][k[1]][1]), 0.0) + pr.get(k[0], 0.0) * 1e-3))
-        self._ranking = Ranking(self.generation, time.monotonic(), pr, score, nbrs, order)
+        gen, fids, mem = self.generation, list(self.files), dict(self.all_symbols())
+        defrows = self.con.execute("SELECT file, name FROM symbols WHERE kind != 'variable'").fetchall()
+        refrows = self.con.execute("SELECT file, name, length(lines) - length(replace(lines, ',', '')) + 1 FROM refs WHERE kind != 2").fetchall()
+    defs = {}
+    for fid, name in defrows: defs.setdefault(name, {})[fid] = 1
+    edges, contrib = {}, []
+    for f, name, n in refrows:
+        d = defs.get(name)
+        if not d or len(d) > 20 or name in _BUILTINS: continue
+        w = math.sqrt(n) * (0.1 if name.startswith('_') else 1.0) / len(d)
+        for g in d:
+            if g != f: edges[(f, g)] = edges.get((f, g), 0.0) + w; contrib.append((f, g, name, w))
+    G = nx.DiGraph()
+    G.add_nodes_from(fids)
+    G.add_weighted_edges_from((a, b, w) for (a, b), w in edges.items())
+    pr = nx.pagerank(G, weight='weight') if len(G) else {}
+    out, nbrs, score = {}, {}, {}
+    for (a, b), w in edges.items():
+        out[a] = out.get(a, 0.0) + w
+        nbrs.setdefault(a, set()).add(b); nbrs.setdefault(b, set()).add(a)
+    for f, g, name, w in contrib: score[(g, name)] = score.get((g, name), 0.0) + pr[f] * w / out[f]
+    order = [(fid, j, s[0]) for fid, rows in mem.items() for j, s in enumerate(rows) if s[2] != 'variable']
+    order.sort(key=lambda k: -(score.get((k[0], mem[k[0]][k[1]][1]), 0.0) + pr.get(k[0], 0.0) * 1e-3))
+    r = Ranking(gen, time.monotonic(), pr, score, nbrs, order)
+    with self.lock:
+        if self._ranking is None or self._ranking.generation <= gen: self._ranking = r
         return self._ranking
 
-# %% ../nbs/17_codemap.ipynb #9bee9dd3
+@patch
+def prepare(self:CodeMap):
+    "Make the ranking and the search index in a thread, if they are behind the index: the next render and search find them ready"
+    with self.lock:
+        if self._prep is not None and self._prep.is_alive(): return
+        r, si = self._ranking, self._search
+        if (r is None or r.generation != self.generation) or (si is None or si.generation != self.generation):
+            self._prep = threading.Thread(target=self._prepare, args=(si is None,), name='codemap-prepare', daemon=True)
+            self._prep.start()
+
+@patch
+def _prepare(self:CodeMap, search_now:bool):
+    try: self.ranking(); self.search_index(wait=search_now)
+    except (sqlite3.Error, OSError): pass  # the index was closed or removed meanwhile: whoever uses it next makes them
+
+# %% ../nbs/17_codemap.ipynb #cd0d6bc0
 def _line(row, cells=None) -> str:
     "A symbol as the tree shows it: its signature (or kind and name) and its lines (in a notebook: its cell's)"
     qual, name, kind, start, end, top, sig, doc = row
@@ -867,7 +898,7 @@ def _tree_text(self:CodeMap, shown:dict, extra:dict) -> str:
             out.append(f"{ind}  {'  ' * rows[j][0].count('.')}{_line(rows[j], cells)}")
     return '\n'.join(out)
 
-# %% ../nbs/17_codemap.ipynb #4a6a950f
+# %% ../nbs/17_codemap.ipynb #d6bb3f1c
 _SUB = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
 _WORDS = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
@@ -910,11 +941,11 @@ def search_index(self:CodeMap, wait:bool=False) -> SearchIndex:
     with self.lock:
         si = self._search
         if si is not None and si.generation == self.generation: return si
-        if si is None or wait: return self._make_search()
-        if self._search_thread is None or not self._search_thread.is_alive():
+        now = si is None or wait
+        if not now and (self._search_thread is None or not self._search_thread.is_alive()):
             self._search_thread = threading.Thread(target=self._make_search, name='codemap-search', daemon=True)
             self._search_thread.start()
-        return si
+    return self._make_search() if now else si
 
 @patch
 def _make_search(self:CodeMap) -> SearchIndex:
@@ -971,7 +1002,7 @@ def search(self:CodeMap, query:str, k:int=10) -> list:
             out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], start=a, end=b, loc=self.loc(fid, a)))
     return out
 
-# %% ../nbs/17_codemap.ipynb #d91026b1
+# %% ../nbs/17_codemap.ipynb #b32f2d75
 _OPEN, _OPEN_LOCK = {}, threading.Lock()
 
 def open_codemap(root, **kw) -> CodeMap:

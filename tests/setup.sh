@@ -74,3 +74,15 @@ if [ ! -x "$CC_DIR/node_modules/.bin/claude" ]; then
 fi
 "$CC_DIR/node_modules/.bin/claude" --version >/dev/null
 # ---- end: tests/test_proxy.py ----
+
+# ---- begin: tests/test_codemap.py (code map: tree-sitter, bm25s, networkx come from pyproject) ----
+# git decides which files count in a work tree (the fixture's .gitignore); the tree-sitter grammars are in the
+# tree-sitter-language-pack wheel (before 1.0: no download). Checked here so a missing piece fails early and clearly.
+command -v git >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -q >/dev/null && apt-get install -y -q git >/dev/null
+                              else sudo apt-get update -q >/dev/null && sudo apt-get install -y -q git >/dev/null; fi; }
+python -c 'import tree_sitter_language_pack as p; p.get_parser("python"); import bm25s, networkx, scipy'
+# bench/bench_codemap.py only (not the tests): aider-chat, the baseline, in its own cached venv (~1 min once)
+if [ -n "${HEADLESNB_BENCH:-}" ] && [ ! -x "$HOME/.cache/headlesnb/aider-venv/bin/python" ]; then
+    uv venv -q "$HOME/.cache/headlesnb/aider-venv" && VIRTUAL_ENV="$HOME/.cache/headlesnb/aider-venv" uv pip install -q aider-chat
+fi
+# ---- end: tests/test_codemap.py ----
