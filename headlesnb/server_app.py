@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['AGENTS_CSS', 'AGENTS_JS', 'AGENTS_CSP', 'PAGE_CSS', 'PAGE_JS', 'PAGE_CSP', 'INDEX_CSP', 'WATCH_EVERY',
            'render_tree_html', 'render_agents_page', 'agent_routes', 'build_app', 'add_html_', 'pop_data_blocking_',
-           'render_md', 'render_output', 'render_msg', 'render_page', 'sse', 'point_client', 'serve_parser',
-           'serve_main']
+           'render_md', 'render_output', 'render_msg', 'render_page', 'sse', 'page_error', 'point_client',
+           'serve_parser', 'serve_main']
 
 # %% ../nbs/28_server_app.ipynb #a072adf3
 import argparse, asyncio, html, importlib.util, json, re, secrets, sys, time
@@ -476,6 +476,15 @@ def sse(event:str, data:str) -> str:
     lines = str(data).replace('\r\n', '\n').replace('\r', '\n').split('\n')
     return f'event: {event}\n' + ''.join(f'data: {l}\n' for l in lines) + '\n'
 
+def page_error(e:BaseException, name) -> Response:
+    "A page refused, as a person reads it: what is wrong, in words, and the way back to the list of dialogs"
+    status, msg = error_info(e)
+    if not isinstance(name, str) or not name.strip('/ '): msg = "No dialog was named in the address: pick one from the list."
+    elif isinstance(e, NotFoundError): msg = f"There is no dialog {name!r} here: it may have been renamed or deleted."
+    return Response(f'<!doctype html><html><head><meta charset="utf-8"><title>headlesnb</title><style>{PAGE_CSS}</style></head>'
+                    f'<body><header><h1>headlesnb</h1></header><main><p>{_esc(msg)}</p><p><a href="/">All dialogs</a></p></main></body></html>',
+                    status_code=status, media_type='text/html', headers={'Content-Security-Policy': INDEX_CSP})
+
 @patch
 async def page(self:DhServer, req:Request):
     "The live page of dialog `name`"
@@ -484,7 +493,7 @@ async def page(self:DhServer, req:Request):
         sig = self.signature(name)
         body = await run_in_threadpool(self.render_messages, name)
         return Response(render_page(name, body, sig), media_type='text/html', headers={'Content-Security-Policy': PAGE_CSP})
-    except Exception as e: return error_response(e, req)
+    except Exception as e: return page_error(e, req.query_params.get('name'))
 
 @patch
 async def events(self:DhServer, req:Request):
@@ -524,7 +533,7 @@ async def index(self:DhServer, req:Request):
     except Exception as e: return error_response(e, req)
     links = ''.join(f'<li><a href="/dialog_?name={html.escape(i)}">{_esc(i)}</a></li>' for i in items if not i.endswith('/'))
     return Response(f'<!doctype html><html><head><meta charset="utf-8"><title>headlesnb</title><style>{PAGE_CSS}</style></head>'
-                    f'<body><header><h1>headlesnb dialogs</h1></header><main><ul>{links}</ul></main></body></html>', media_type='text/html',
+                    f'<body><header><h1>headlesnb dialogs</h1><a href="/agents">agents</a></header><main><ul>{links}</ul></main></body></html>', media_type='text/html',
                     headers={'Content-Security-Policy': INDEX_CSP})
 
 # %% ../nbs/28_server_app.ipynb #38af81d2
@@ -579,6 +588,8 @@ def serve_main(argv=None):
     "Run the server from command-line arguments"
     a = serve_parser().parse_args(argv)
     import uvicorn
+    if a.token is not None and not a.token.strip():
+        sys.exit("headlesnb serve: --token is empty (an unset variable?): give the token, or leave --token out")
     token = server_token(a.token)
     if not is_loopback(a.host) and not token:
         sys.exit(f"headlesnb serve: refusing to serve {a.host} without a token: anyone who reaches it could run code. "

@@ -302,3 +302,10 @@ def test_bad_requests_get_json_errors(server):
     assert not (server.root.parent / 'evil.ipynb').exists()
     assert server.http.get('/health').json() == {'ok': True}
     assert server.proc.poll() is None
+
+
+def test_empty_token_is_refused(tmp_path):
+    "`headlesnb serve --token \"$SECRET\"` with SECRET unset must not serve without auth"
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(tmp_path), '--token', ''],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode != 0 and '--token is empty (an unset variable?)' in r.stderr, r.stderr
