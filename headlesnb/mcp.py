@@ -181,8 +181,8 @@ async def use_notebook(self:NotebookTools,
         return d
     def fmt(d):
         head = (f"[INFO] Successfully activate notebook {d['name']!r}.\n"
-                f"{'created' if mode == 'create' else 'using'} notebook {d['name']!r} ({d['path']}, {_plural(d['cells'], 'cell')}); "
-                f"it is now the active notebook")
+                f"{'created' if mode == 'create' else 'using'} notebook {d['name']!r} ({d['path']}, {_plural(d['cells'], 'cell')}"
+                + (f"; the same notebook as {d['same_as']!r}" if d.get('same_as') else '') + "); it is now the active notebook")
         return f"{head}\n\nNotebook has {d['cells']} cells.\nShowing first {len(d['around'])} cells:\n\n{cells_table(d['around'])}"
     return await self._do(call, fmt)
 
@@ -208,7 +208,8 @@ async def connect_to_jupyter(self:NotebookTools,
 async def unuse_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
     "Save and close a notebook and stop its kernel (its variables are lost)."
     return await self._do(lambda: self.nm.unuse_notebook(notebook_name),
-                          lambda d: f"Notebook {d['name']!r} unused successfully.\nclosed notebook {d['name']!r} ({d['path']}, saved)")
+                          lambda d: f"Notebook {d['name']!r} unused successfully.\n" + (f"closed notebook {d['name']!r} ({d['path']}, saved)" if d['closed'] else
+                                    f"{d['name']!r} no longer names {d['path']}, which stays open as {d['same_as']!r}"))
 
 @patch
 async def list_notebooks(self:NotebookTools) -> CallToolResult:

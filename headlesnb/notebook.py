@@ -48,6 +48,23 @@ class NotebookManager(BaseManager):
     "Notebooks under `root`, each with its own history and (lazily started) kernel"
     kind = 'notebook'
 
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.aliases = {}  # a second name -> the name its notebook was opened under: one path, one document
+
+    def item(self, name:str|None=None):
+        return super().item(self.aliases.get(name, name) if isinstance(name, str) else name)
+
+    def _second_name(self, name, path, mode:str):
+        "The notebook `name` is a second name for: the one already open (under another name) at `path`, else None"
+        if not isinstance(name, str) or name in self._items or mode != 'connect': return None
+        full = self.resolve(path if path is not None else (name if name.endswith(self.suffix) else f'{name}{self.suffix}'), 'notebook path')
+        it = next((i for i in self._items.values() if i.path == full), None)
+        if name in self.aliases and (it is None or it.name != self.aliases[name]):
+            raise ConflictError(f"notebook name {name!r} is already used for {self.rel(self._items[self.aliases[name]].path)}")
+        if it is not None: self.aliases[name] = it.name
+        return it
+
     def _info(self, it) -> dict:
         k = it.kernel
         return dict(name=it.name, path=self.rel(it.path), cells=len(it.doc.cells), active=self.active == it.name,
@@ -57,16 +74,30 @@ class NotebookManager(BaseManager):
                      kernel_id:str|None=None) -> dict:
         """Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active. `kernel` names the
         kernel it runs on ('inprocess' or a kernelspec; default: the manager's, else chosen by the notebook's language);
-        `kernel_id` attaches it to a running kernel of the manager's Jupyter server"""
+        `kernel_id` attaches it to a running kernel of the manager's Jupyter server. A path already open under another
+        name gets `notebook_name` as a second name for the same notebook (one document, one kernel)"""
+        if kernel is None and kernel_id is None:
+            with self._lock:
+                if (it := self._second_name(notebook_name, notebook_path, mode)) is not None:
+                    self.active = it.name
+                    return dict(self._info(it), name=notebook_name, same_as=it.name)
         return self._info(self._open_with_kernel(notebook_name, notebook_path, mode, kernel, kernel_id))
 
     def unuse_notebook(self, notebook_name:str|None=None) -> dict:
-        "Save and close a notebook, freeing its kernel"
+        "Save and close a notebook, freeing its kernel (a second name only goes: the notebook stays open under its first)"
+        with self._lock:
+            if isinstance(notebook_name, str) and notebook_name in self.aliases:
+                it = self._items[self.aliases.pop(notebook_name)]
+                return dict(name=notebook_name, path=self.rel(it.path), closed=False, same_as=it.name)
         it = self._close(notebook_name)
+        with self._lock:
+            for a in [a for a, n in self.aliases.items() if n == it.name]: del self.aliases[a]
         return dict(name=it.name, path=self.rel(it.path), closed=True)
 
     def set_active_notebook(self, notebook_name:str) -> dict: return self._info(self._activate(notebook_name))
-    def list_notebooks(self) -> list: return [self._info(it) for it in list(self._items.values())]
+    def list_notebooks(self) -> list:
+        with self._lock: items, aliases = list(self._items.values()), dict(self.aliases)
+        return [self._info(it) for it in items] + [dict(self._info(self._items[n]), name=a, active=False, same_as=n) for a, n in aliases.items()]
 
     def undo(self, steps:int=1, notebook_name:str|None=None) -> dict: return self._undo(notebook_name, steps)
     def redo(self, steps:int=1, notebook_name:str|None=None) -> dict: return self._redo(notebook_name, steps)

@@ -189,6 +189,11 @@ def test_a_session_as_jms_2_2_clients_talk(tmp_path):
             assert text(res).startswith('Cell 2 (code) deleted successfully.') and res.meta['io.jupyter-mcp/cell_ids'] == [cid, code]
             assert 'name the cells' in await err(s, 'delete_cell')
             assert 'name the cell' in await err(s, 'read_cell')
+            # one path under two names: the same notebook, not a second copy
+            assert "the same notebook as 'demo'" in await ok(s, 'use_notebook', notebook_name='demo2', notebook_path='demo.ipynb')
+            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='z = 2', notebook_name='demo2')
+            assert 'z = 2' in await ok(s, 'read_cell', cell_index=-1, notebook_name='demo')
+            assert "stays open as 'demo'" in await ok(s, 'unuse_notebook', notebook_name='demo2')
             assert (await ok(s, 'restart_notebook', notebook_name='demo')).startswith("Notebook 'demo' kernel restarted successfully.")
             assert (await ok(s, 'unuse_notebook', notebook_name='demo')).startswith("Notebook 'demo' unused successfully.")
     run(main)
