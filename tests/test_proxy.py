@@ -444,3 +444,31 @@ def test_claude_code_through_the_proxy(tmp_path):
     assert usage[0]['cache_read_input_tokens'] == 0 and all(u['cache_read_input_tokens'] > 10_000 for u in usage[1:]), usage
     assert all(u['cache_creation_input_tokens'] < 1_000 for u in usage[1:3]), usage
     assert KEY not in out + errs and not any(KEY in f.read_text() for f in (tmp_path / 'logs').glob('*.json'))
+
+
+def claude_p(url, home, cwd, *args, **env_extra):
+    "Claude Code run headless (`-p`) against `url`; its JSON result"
+    env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC='1',
+               DISABLE_TELEMETRY='1', DISABLE_AUTOUPDATER='1', **env_extra)
+    env.pop('CLAUDE_CODE_CONFIG_DIR', None); env.pop('CLAUDE_CONFIG_DIR', None)
+    r = subprocess.run([str(CC), '-p', 'hi', '--output-format', 'json', *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=240)
+    return json.loads(r.stdout)
+
+
+@pytest.mark.skipif(os.environ.get('HEADLESNB_NO_CLAUDE_CODE') == '1', reason='HEADLESNB_NO_CLAUDE_CODE=1')
+def test_claude_code_sees_api_errors(tmp_path):
+    "Through the proxy, Claude Code reports the upstream's error, a refused upstream and a stream broken midway as API errors"
+    assert CC.exists(), f'Claude Code {CC_VERSION} is not installed at {CC}: run tests/setup.sh (or set HEADLESNB_NO_CLAUDE_CODE=1 to skip)'
+    head = b'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n'
+    ev = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+    mid, mid_url = serve_raw(head + b'%x\r\n%s\r\n' % (len(ev), ev))
+    try:
+        with FakeAnthropic([FakeAnthropic.error(400, 'messages.0: UNIQUE-ERROR-TEXT', 'invalid_request_error')] * 20, validate=False) as fake:
+            for upstream, want in ((fake.url, 'API Error: 400 messages.0: UNIQUE-ERROR-TEXT'),
+                                   (f'http://127.0.0.1:{free_port()}', 'API Error: 502 headlesnb proxy: cannot reach the upstream'),
+                                   (mid_url, 'API Error: ')):  # (Claude Code words a stream's error event itself)
+                p, url = start_proxy(tmp_path, upstream)
+                try: res = claude_p(url, tmp_path, tmp_path, CLAUDE_CODE_MAX_RETRIES='0')
+                finally: p.kill(); p.wait()
+                assert res['is_error'] and res['terminal_reason'] == 'api_error' and want in res['result'], res
+    finally: mid.close()
