@@ -7,7 +7,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'grammar', 'extract', 'notebook_source', 'parse_file', 'python_module', 'module_of', 'Symbol', 'CodeMap',
            'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer', 'SearchIndex', 'open_codemap']
 
-# %% ../nbs/17_codemap.ipynb #9d353430
+# %% ../nbs/17_codemap.ipynb #c4efe73f
 import hashlib, json, os, re, sqlite3, stat, subprocess, threading, time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .errors import *
 from .utils import check_int, check_str
 
-# %% ../nbs/17_codemap.ipynb #60e19ecf
+# %% ../nbs/17_codemap.ipynb #a75ab500
 EXTENSIONS = {
     '.py': 'python', '.pyi': 'python', '.ipynb': 'notebook',
     '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascript',
@@ -37,7 +37,7 @@ def lang_of(path:str) -> str|None:
     "The tree-sitter language (or 'notebook') of a file, by its extension; None: not code we index"
     return EXTENSIONS.get(os.path.splitext(path)[1])
 
-# %% ../nbs/17_codemap.ipynb #5c43f97a
+# %% ../nbs/17_codemap.ipynb #9b1113d6
 # Which node kinds are definitions, names, calls and imports, read from each grammar's own list of kinds: one rule
 # for every language of the pack, so a grammar we never looked at still gives its functions and classes
 _DEF = re.compile(r'^(?:abstract_|generator_)?(class|function|method|struct|interface|enum|trait|impl|module|namespace|'
@@ -80,7 +80,7 @@ def grammar(name:str) -> Grammar|None:
     try: return Grammar(name)
     except (LookupError, ValueError, ImportError, OSError): return None
 
-# %% ../nbs/17_codemap.ipynb #58600e78
+# %% ../nbs/17_codemap.ipynb #9a07cbfa
 _FN_VALUES = {'arrow_function', 'function_expression', 'function', 'generator_function', 'class'}
 
 def _text(src:bytes, n) -> str: return src[n.start_byte:n.end_byte].decode('utf-8', 'replace')
@@ -265,7 +265,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
     return dict(syms=syms, refs=[(k[0] if k[1] else k[0].decode('utf-8', 'replace'), k[1], _lines(v)) for k, v in refs.items()],
                 error='syntax errors (indexed as far as the parser got)' if tree.root_node.has_error else '')
 
-# %% ../nbs/17_codemap.ipynb #d0a2f695
+# %% ../nbs/17_codemap.ipynb #430ac423
 _MAGIC = re.compile(r'^\s*[%!]')
 
 def notebook_source(data:bytes) -> tuple:
@@ -305,7 +305,7 @@ def _parse_batch(batch:list) -> list:
     "Worker: `parse_file` over (full, rel, lang, module, max_bytes) tuples"
     return [(b[1], parse_file(*b)) for b in batch]
 
-# %% ../nbs/17_codemap.ipynb #00f26370
+# %% ../nbs/17_codemap.ipynb #1b03935f
 def python_module(rel:str, is_pkg) -> str:
     "The dotted name Python imports file `rel` by: up through folders that are packages (`is_pkg(folder)`), `__init__` dropped"
     parts = rel[:-len(os.path.splitext(rel)[1])].split('/')
@@ -321,7 +321,7 @@ def module_of(rel:str, lang:str, is_pkg, head:bytes=b'') -> str:
     if lang == 'go': return os.path.dirname(rel) or '.'
     return os.path.splitext(rel)[0]
 
-# %% ../nbs/17_codemap.ipynb #48738a5b
+# %% ../nbs/17_codemap.ipynb #af35d45b
 DB_PATH = '.headlesnb/codemap.sqlite'
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -384,7 +384,7 @@ class CodeMap:
     def close(self):
         with self.lock: self.con.close()
 
-# %% ../nbs/17_codemap.ipynb #cbabf83b
+# %% ../nbs/17_codemap.ipynb #035623fc
 def _git_files(root:Path) -> list|None:
     "Files git tracks or would track under `root` (ignored ones left out); None outside a git work tree or without git"
     if not any((p / '.git').exists() for p in (root, *root.parents)): return None
@@ -424,7 +424,7 @@ def _listed(self:CodeMap) -> dict:
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes: res[rel] = st
     return res
 
-# %% ../nbs/17_codemap.ipynb #f1fcd966
+# %% ../nbs/17_codemap.ipynb #add1ee31
 @patch
 def _is_pkg(self:CodeMap, folder:str) -> bool:
     c = self._pkgs
@@ -511,7 +511,7 @@ def refresh(self:CodeMap, progress=None) -> dict:
             self.recent = (k + [p for p in self.recent if p not in k])[:50]
         return dict(files=len(listed), changed=len(changed), removed=len(removed), seconds=round(time.perf_counter() - t0, 3))
 
-# %% ../nbs/17_codemap.ipynb #a52165f3
+# %% ../nbs/17_codemap.ipynb #c318e600
 _COLS = 's.id, s.file, s.qual, s.name, s.kind, s.start, s."end", s.top, s.sig, s.doc, s.bases'
 
 @patch
@@ -604,7 +604,7 @@ def outline(self:CodeMap, path:str) -> list:
     with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],)).fetchall()
     return [self._symbol(r) for r in rows]
 
-# %% ../nbs/17_codemap.ipynb #bed72cd7
+# %% ../nbs/17_codemap.ipynb #99da55c4
 @patch
 def _rows(self:CodeMap, sql:str, args=()) -> list:
     with self.lock: return self.con.execute(sql, args).fetchall()
@@ -626,10 +626,11 @@ def references(self:CodeMap, name:str, kinds=(0, 1, 2, 3), limit:int=1000) -> li
 
 @patch
 def callers(self:CodeMap, name:str) -> list:
-    "Who calls `name`: dicts (caller, path, lines), the calling function (or module) and the lines of its calls, most calls first"
+    "Who calls `name`: dicts (caller, path, lines, locs): the calling function (or module) and where its calls are, most calls first"
     res = {}
-    for r in self.references(name, (1,), 1_000_000): res.setdefault((r['scope'], r['path']), []).append(r['line'])
-    return [dict(caller=c, path=p, lines=ls) for (c, p), ls in sorted(res.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    for r in self.references(name, (1,), 1_000_000): res.setdefault((r['scope'], r['path']), []).append(r)
+    return [dict(caller=c, path=p, lines=[r['line'] for r in rs], locs=[r['loc'] for r in rs])
+            for (c, p), rs in sorted(res.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 @patch
 def callees(self:CodeMap, name:str) -> list:
@@ -680,7 +681,8 @@ def subclasses(self:CodeMap, name:str, depth:int=10) -> list:
     for q, d in sorted(res.items(), key=lambda kv: (kv[1], kv[0])):
         for r in self.lookup(q):
             s = self._symbol(r)
-            if s.bases: out.append(dict(qname=q, path=s.path, line=s.start, depth=d, bases=list(s.bases)))  # (not a Rust type's other impls)
+            if s.bases: out.append(dict(qname=q, path=s.path, line=s.start, loc=f'{s.path} cell {s.cell}:{s.start}' if s.cell else f'{s.path}:{s.start}',
+                                        depth=d, bases=list(s.bases)))  # (not a Rust type's other impls)
     return out
 
 @patch
@@ -701,7 +703,7 @@ def imports(self:CodeMap, module:str) -> dict:
     return dict(module=', '.join(mods), files=[self.files[f][0] for f in fids], imports=sorted(out, key=lambda r: (r['path'], r['line'])),
                 imported_by=sorted(by, key=lambda r: (r['path'], r['line'])))
 
-# %% ../nbs/17_codemap.ipynb #f661df63
+# %% ../nbs/17_codemap.ipynb #d8c099a9
 @patch
 def all_symbols(self:CodeMap) -> dict:
     "{file id: [(qual, name, kind, start, end, top, sig, doc)]} of the whole index, in line order; kept up by `refresh`"
@@ -718,7 +720,7 @@ def counts(self:CodeMap) -> dict:
     "How many files and symbols the index holds"
     return dict(files=len(self.files), symbols=sum(len(v) for v in self.all_symbols().values()))
 
-# %% ../nbs/17_codemap.ipynb #c981606a
+# %% ../nbs/17_codemap.ipynb #2deb1233
 import builtins
 _BUILTINS = set(dir(builtins)) | {'self', 'cls', 'this', 'super', 'new', 'init', 'main'}  # names that mean the language's own
 RANK_TTL = 60.0  # seconds a ranking is reused after the index changed (new symbols rank last until then)
@@ -785,11 +787,12 @@ def _prepare(self:CodeMap, search_now:bool):
     try: self.ranking(); self.search_index(wait=search_now)
     except (sqlite3.Error, OSError): pass  # the index was closed or removed meanwhile: whoever uses it next makes them
 
-# %% ../nbs/17_codemap.ipynb #cd0d6bc0
+# %% ../nbs/17_codemap.ipynb #59fb86e7
 def _line(row, cells=None) -> str:
     "A symbol as the tree shows it: its signature (or kind and name) and its lines (in a notebook: its cell's)"
     qual, name, kind, start, end, top, sig, doc = row
     head, at = sig if sig else f'{kind} {name}', ''
+    if len(head) > 160: head = head[:159] + '…'  # the full signature is in show_structure and the frame
     if cells:
         cell, first = _cell_at(cells, start)
         start, end, at = start - first + 1, end - first + 1, f'cell {cell} '
@@ -803,24 +806,26 @@ def tree(self:CodeMap, expanded=(), collapsed=(), hits=(), focus=(), budget:int=
     mem, rank = self.all_symbols(), self.ranking()
     fids = {f[0]: i for i, f in self.files.items()}
     expanded, collapsed = set(expanded), set(collapsed)
-    shown, quals, extra, used = {}, {}, {}, [0]  # shown: fid -> set of row indices; extra: folder -> listing lines
+    shown, extra, used = {}, {}, [0]  # shown: file id -> row indices; extra: folder -> its listing
 
     def under_collapsed(path, qual=''):
         if not collapsed: return False
         if path in collapsed or any(path.startswith(c) for c in collapsed if c.endswith('/')): return True
         return any(f'{path}::{qual}' == c or (f'{path}::{qual}').startswith(c + '.') for c in collapsed if '::' in c) if qual else False
 
+    dirs = set()  # folders whose header line is counted
+
     def cost(fid, j) -> int:
         "Characters showing row j of file fid adds (its line, and its file's and parents' lines not shown yet)"
-        path = self.files[fid][0]
-        rows, s = mem[fid], shown.get(fid)
+        path, s = self.files[fid][0], shown.get(fid)
+        ind = 2 if '/' in path else 0
         n = 0
-        if s is None: n += len(path) + 20 + (len(os.path.dirname(path)) + 4 if not any(self.files[f][0].startswith(os.path.dirname(path) + '/') for f in shown) else 0)
-        q = rows[j][0]
-        depth = q.count('.')
-        for k in self._parents(fid, q):
-            if s is None or k not in s: n += len(_line(rows[k])) + 2 * depth + 1
-        return n + len(_line(rows[j])) + 2 * depth + 3
+        if s is None:
+            d = os.path.dirname(path)
+            n += len(self._file_line(fid)) + ind + 1 + (len(d) + 2 if d and d not in dirs else 0)
+        for k in self._inside(fid, j):
+            if s is None or k not in s: n += len(self._sym_line(fid, k)) + ind + 3
+        return n + len(self._sym_line(fid, j)) + ind + 3
 
     def add(fid, j) -> bool:
         if fid not in mem or j >= len(mem[fid]): return True
@@ -829,8 +834,9 @@ def tree(self:CodeMap, expanded=(), collapsed=(), hits=(), focus=(), budget:int=
         c = cost(fid, j)
         if used[0] + c > budget: return False
         used[0] += c
+        dirs.add(os.path.dirname(path))
         s = shown.setdefault(fid, set())
-        s.update(self._parents(fid, q)); s.add(j)
+        s.update(self._inside(fid, j)); s.add(j)
         return True
 
     asked = []  # expanded folders, files and classes, and search hits: shown before anything ranked
@@ -879,26 +885,44 @@ def _parents(self:CodeMap, fid:int, qual:str) -> list:
     return res
 
 @patch
+def _inside(self:CodeMap, fid:int, j:int) -> list:
+    "Row indices of the classes (or functions) row j of file fid sits inside: by name, and by lines"
+    rows = self.all_symbols()[fid]
+    return [k for k in self._parents(fid, rows[j][0]) if rows[k][3] <= rows[j][3] <= rows[k][4]]
+
+@patch
+def _sym_line(self:CodeMap, fid:int, j:int) -> str:
+    "Row j of file fid as the tree shows it, indented under the classes it sits in; a method written outside its class (fastcore's `@patch`) names it"
+    rows = self.all_symbols()[fid]
+    q = rows[j][0]
+    inside = self._inside(fid, j)
+    owner = f"({q.rpartition('.')[0]}) " if '.' in q and len(inside) < len(self._parents(fid, q)) else ''
+    return '  ' * len(inside) + owner + _line(rows[j], self.files[fid][2])
+
+@patch
+def _file_line(self:CodeMap, fid:int) -> str:
+    path, m, _, lang = self.files[fid]
+    base = os.path.basename(path)
+    return base + (f"  [{m}]" if m and lang == 'python' and m != os.path.splitext(base)[0] else '')
+
+@patch
 def _tree_text(self:CodeMap, shown:dict, extra:dict) -> str:
-    mem, out, last_dir = self.all_symbols(), [], None
+    out, last_dir = [], None
     items = sorted([(self.files[f][0], f) for f in shown] + [(k, None) for k in extra])
     for path, fid in items:
         if fid is None:  # an expanded folder: what is in it
             out.append(path); out += [f'  {x}' for x in extra[path]]
             continue
-        d, base = os.path.split(path)
+        d = os.path.dirname(path)
         if d != last_dir:
             if d: out.append(f'{d}/')
             last_dir = d
-        m = self.files[fid][1]
         ind = '  ' if d else ''
-        out.append(f"{ind}{base}" + (f"  [{m}]" if m and self.files[fid][3] == 'python' and m != os.path.splitext(base)[0] else ''))
-        rows, cells = mem[fid], self.files[fid][2]
-        for j in sorted(shown[fid]):
-            out.append(f"{ind}  {'  ' * rows[j][0].count('.')}{_line(rows[j], cells)}")
+        out.append(ind + self._file_line(fid))
+        out += [f"{ind}  {self._sym_line(fid, j)}" for j in sorted(shown[fid])]
     return '\n'.join(out)
 
-# %% ../nbs/17_codemap.ipynb #d6bb3f1c
+# %% ../nbs/17_codemap.ipynb #eb926acb
 _SUB = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
 _WORDS = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
@@ -1002,7 +1026,7 @@ def search(self:CodeMap, query:str, k:int=10) -> list:
             out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], start=a, end=b, loc=self.loc(fid, a)))
     return out
 
-# %% ../nbs/17_codemap.ipynb #b32f2d75
+# %% ../nbs/17_codemap.ipynb #c62b2a17
 _OPEN, _OPEN_LOCK = {}, threading.Lock()
 
 def open_codemap(root, **kw) -> CodeMap:
