@@ -432,7 +432,7 @@ async def clear_cell_output(self:NotebookTools,
     def fmt(d):
         c, n = d['cell'], _plural(len(d['cleared']), 'cell')
         if c is None: return answer(f"Outputs cleared successfully.\ncleared the outputs of {n}" if d['cleared'] else "nothing to clear")
-        return answer(f"Cell {c['index']} output cleared successfully.\nid {c['id']}: cleared the outputs of {n}", cell_id=c['id'])
+        return answer(f"Cell {c['index']} output cleared successfully ({c.get('n_outputs', 0)} output(s) removed).\nid {c['id']}: cleared the outputs of {n}", cell_id=c['id'])
     return await self._do(call, fmt)
 
 @patch
