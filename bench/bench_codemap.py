@@ -36,27 +36,33 @@ def main():
     shutil.copytree(src, root, ignore=shutil.ignore_patterns('site-packages', '__pycache__'), symlinks=True)
     print(f'standard library of Python {sys.version.split()[0]} copied to {root}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}')
 
-    t = time.perf_counter()
-    cm = CodeMap(root)
-    res = cm.refresh()
-    cold = time.perf_counter() - t
-    n = cm.counts()
-    print(f"cold index: {cold:.2f} s for {res['files']} files, {n['symbols']} symbols ({cm.workers} worker processes)  [target < 60 s]")
-
-    py = [p for p in cm.known if p.endswith('.py')]
-    if AIDER_PY.exists():
+    # the machine is shared: our cold index and aider's tags alternate, twice, and the best of each counts
+    colds, aiders, py = [], [], None
+    for k in range(2):
+        db = tmp / f'cold{k}.sqlite'
+        t = time.perf_counter()
+        cm = CodeMap(root, db=db)
+        res = cm.refresh()
+        colds.append(time.perf_counter() - t)
+        n = cm.counts()
+        py = [p for p in cm.known if p.endswith('.py')]
+        cm.close()
+        print(f"cold index, round {k + 1}: {colds[-1]:.2f} s for {res['files']} files, {n['symbols']} symbols ({cm.workers} worker processes), load {os.getloadavg()[0]:.1f}")
+        if not AIDER_PY.exists(): continue
         lst = tmp / 'files.json'; lst.write_text(json.dumps(py))
         out = subprocess.run([str(AIDER_PY), '-c', AIDER_TAGS, str(root), str(lst)], capture_output=True, text=True)
-        if out.returncode == 0:
-            aider = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"aider get_tags_raw over the same {len(py)} Python files: {aider['seconds']:.2f} s ({aider['tags']} tags); "
-                  f"ratio cold/aider = {cold / aider['seconds']:.2f}x  [target <= 1.0x]")
-        else: print('aider baseline failed:', out.stderr[-2000:])
+        if out.returncode != 0: print('aider baseline failed:', out.stderr[-2000:]); continue
+        aiders.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"aider get_tags_raw over the same {len(py)} Python files, round {k + 1}: {aiders[-1]['seconds']:.2f} s ({aiders[-1]['tags']} tags), load {os.getloadavg()[0]:.1f}")
+    cold = min(colds)
+    print(f'cold index: best {cold:.2f} s  [target < 60 s]')
+    if aiders:
+        best = min(a['seconds'] for a in aiders)
+        print(f'aider tags: best {best:.2f} s; ratio cold/aider = {cold / best:.2f}x  [target <= 1.0x]')
     else: print(f'aider baseline skipped: no {AIDER_PY} (uv venv ~/.cache/headlesnb/aider-venv && VIRTUAL_ENV=... uv pip install aider-chat)')
-    cm.close()
 
     t = time.perf_counter()
-    cm = CodeMap(root)
+    cm = CodeMap(root, db=db)
     res = cm.refresh()
     warm = time.perf_counter() - t
     assert res['changed'] == 0
@@ -75,6 +81,7 @@ def main():
     print(f'one changed file reflected (refresh + find): median {ms(statistics.median(times))} of {len(times)}  [target <= 100 ms]')
     cm.close()
 
+    open_codemap(root, db=db)  # the workspaces of this root use the index made above
     wm = WorkspaceManager(root)
     ws = wm.open_workspace('bench')
     t = time.perf_counter(); ws.render(); off_all = time.perf_counter() - t

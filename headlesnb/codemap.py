@@ -7,7 +7,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'grammar', 'extract', 'notebook_source', 'parse_file', 'python_module', 'module_of', 'Symbol', 'CodeMap',
            'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer', 'SearchIndex', 'open_codemap']
 
-# %% ../nbs/17_codemap.ipynb #c4efe73f
+# %% ../nbs/17_codemap.ipynb #930bfaac
 import hashlib, json, os, re, sqlite3, stat, subprocess, threading, time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .errors import *
 from .utils import check_int, check_str
 
-# %% ../nbs/17_codemap.ipynb #a75ab500
+# %% ../nbs/17_codemap.ipynb #6527063e
 EXTENSIONS = {
     '.py': 'python', '.pyi': 'python', '.ipynb': 'notebook',
     '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascript',
@@ -37,7 +37,7 @@ def lang_of(path:str) -> str|None:
     "The tree-sitter language (or 'notebook') of a file, by its extension; None: not code we index"
     return EXTENSIONS.get(os.path.splitext(path)[1])
 
-# %% ../nbs/17_codemap.ipynb #9b1113d6
+# %% ../nbs/17_codemap.ipynb #a56a7447
 # Which node kinds are definitions, names, calls and imports, read from each grammar's own list of kinds: one rule
 # for every language of the pack, so a grammar we never looked at still gives its functions and classes
 _DEF = re.compile(r'^(?:abstract_|generator_)?(class|function|method|struct|interface|enum|trait|impl|module|namespace|'
@@ -80,7 +80,7 @@ def grammar(name:str) -> Grammar|None:
     try: return Grammar(name)
     except (LookupError, ValueError, ImportError, OSError): return None
 
-# %% ../nbs/17_codemap.ipynb #9a07cbfa
+# %% ../nbs/17_codemap.ipynb #2a6394d8
 _FN_VALUES = {'arrow_function', 'function_expression', 'function', 'generator_function', 'class'}
 
 def _text(src:bytes, n) -> str: return src[n.start_byte:n.end_byte].decode('utf-8', 'replace')
@@ -265,7 +265,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
     return dict(syms=syms, refs=[(k[0] if k[1] else k[0].decode('utf-8', 'replace'), k[1], _lines(v)) for k, v in refs.items()],
                 error='syntax errors (indexed as far as the parser got)' if tree.root_node.has_error else '')
 
-# %% ../nbs/17_codemap.ipynb #430ac423
+# %% ../nbs/17_codemap.ipynb #3ecd77a7
 _MAGIC = re.compile(r'^\s*[%!]')
 
 def notebook_source(data:bytes) -> tuple:
@@ -305,7 +305,7 @@ def _parse_batch(batch:list) -> list:
     "Worker: `parse_file` over (full, rel, lang, module, max_bytes) tuples"
     return [(b[1], parse_file(*b)) for b in batch]
 
-# %% ../nbs/17_codemap.ipynb #1b03935f
+# %% ../nbs/17_codemap.ipynb #776ab5c0
 def python_module(rel:str, is_pkg) -> str:
     "The dotted name Python imports file `rel` by: up through folders that are packages (`is_pkg(folder)`), `__init__` dropped"
     parts = rel[:-len(os.path.splitext(rel)[1])].split('/')
@@ -321,7 +321,7 @@ def module_of(rel:str, lang:str, is_pkg, head:bytes=b'') -> str:
     if lang == 'go': return os.path.dirname(rel) or '.'
     return os.path.splitext(rel)[0]
 
-# %% ../nbs/17_codemap.ipynb #af35d45b
+# %% ../nbs/17_codemap.ipynb #02e435b5
 DB_PATH = '.headlesnb/codemap.sqlite'
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -384,7 +384,7 @@ class CodeMap:
     def close(self):
         with self.lock: self.con.close()
 
-# %% ../nbs/17_codemap.ipynb #035623fc
+# %% ../nbs/17_codemap.ipynb #6e5eb945
 def _git_files(root:Path) -> list|None:
     "Files git tracks or would track under `root` (ignored ones left out); None outside a git work tree or without git"
     if not any((p / '.git').exists() for p in (root, *root.parents)): return None
@@ -424,7 +424,7 @@ def _listed(self:CodeMap) -> dict:
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes: res[rel] = st
     return res
 
-# %% ../nbs/17_codemap.ipynb #add1ee31
+# %% ../nbs/17_codemap.ipynb #264cdad3
 @patch
 def _is_pkg(self:CodeMap, folder:str) -> bool:
     c = self._pkgs
@@ -437,25 +437,37 @@ def _job(self:CodeMap, rel:str) -> tuple:
     module = python_module(rel, self._is_pkg) if lang == 'python' else os.path.splitext(rel)[0] if lang == 'notebook' else None
     return (os.path.join(self.root, rel), rel, lang, module, self.max_file_bytes)
 
+_POOL_CTX = None
+
+def _pool_context():
+    "forkserver (safe in a threaded process, unlike fork) with this module loaded once: workers start in milliseconds"
+    global _POOL_CTX
+    if _POOL_CTX is None:
+        import multiprocessing as mp
+        if 'forkserver' in mp.get_all_start_methods():
+            _POOL_CTX = mp.get_context('forkserver')
+            _POOL_CTX.set_forkserver_preload([__name__])
+        else: _POOL_CTX = mp.get_context('spawn')
+    return _POOL_CTX
+
 @patch
-def _parse_all(self:CodeMap, jobs:list, progress=None) -> list:
-    "`parse_file` over `jobs`: in worker processes when there are many"
+def _parse_all(self:CodeMap, jobs:list, progress=None):
+    "`parse_file` over `jobs`, yielding (path, result) as they come: in worker processes when there are many"
     if len(jobs) < 200 or self.workers < 2:
-        out = []
         for i, j in enumerate(jobs):
-            out.append((j[1], parse_file(*j)))
+            yield j[1], parse_file(*j)
             if progress and i % 100 == 99: progress(i + 1, len(jobs))
-        return out
-    import multiprocessing as mp
+        return
     from concurrent.futures import ProcessPoolExecutor
     jobs = sorted(jobs, key=lambda j: -os.path.getsize(j[0]) if os.path.exists(j[0]) else 0)
-    batches = [jobs[i::self.workers * 8] for i in range(self.workers * 8)]  # sizes dealt round-robin: even batches
-    out = []
-    with ProcessPoolExecutor(self.workers, mp_context=mp.get_context('spawn')) as ex:
-        for res in ex.map(_parse_batch, batches):
-            out += res
-            if progress: progress(len(out), len(jobs))
-    return out
+    n = self.workers * 8
+    batches = [jobs[i::n] for i in range(n)]  # sizes dealt round-robin: even batches
+    done = 0
+    with ProcessPoolExecutor(self.workers, mp_context=_pool_context()) as ex:
+        for res in ex.map(_parse_batch, batches):  # written to the index while the workers parse the rest
+            yield from res
+            done += len(res)
+            if progress: progress(done, len(jobs))
 
 @patch
 def refresh(self:CodeMap, progress=None) -> dict:
@@ -466,9 +478,9 @@ def refresh(self:CodeMap, progress=None) -> dict:
         listed = self._listed()
         removed = [p for p in self.known if p not in listed]
         todo = [rel for rel, st in listed.items() if (k := self.known.get(rel)) is None or k[1] != st.st_mtime_ns or k[2] != st.st_size]
-        results = self._parse_all([self._job(rel) for rel in todo], progress) if todo else []
+        results = self._parse_all([self._job(rel) for rel in todo], progress) if todo else ()
         changed, cur = [], self.con.cursor()
-        bulk = len(results) > 500  # a cold build: indexes made once at the end cost less than kept up row by row
+        bulk = len(todo) > 500  # a cold build: indexes made once at the end cost less than kept up row by row
         if bulk: cur.executescript('DROP INDEX IF EXISTS symbols_file; DROP INDEX IF EXISTS symbols_name; DROP INDEX IF EXISTS refs_name; DROP INDEX IF EXISTS refs_file;')
         cur.execute('BEGIN')
         try:
@@ -511,7 +523,7 @@ def refresh(self:CodeMap, progress=None) -> dict:
             self.recent = (k + [p for p in self.recent if p not in k])[:50]
         return dict(files=len(listed), changed=len(changed), removed=len(removed), seconds=round(time.perf_counter() - t0, 3))
 
-# %% ../nbs/17_codemap.ipynb #c318e600
+# %% ../nbs/17_codemap.ipynb #b0574d2c
 _COLS = 's.id, s.file, s.qual, s.name, s.kind, s.start, s."end", s.top, s.sig, s.doc, s.bases'
 
 @patch
@@ -604,7 +616,7 @@ def outline(self:CodeMap, path:str) -> list:
     with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],)).fetchall()
     return [self._symbol(r) for r in rows]
 
-# %% ../nbs/17_codemap.ipynb #99da55c4
+# %% ../nbs/17_codemap.ipynb #b8a149c3
 @patch
 def _rows(self:CodeMap, sql:str, args=()) -> list:
     with self.lock: return self.con.execute(sql, args).fetchall()
@@ -703,7 +715,7 @@ def imports(self:CodeMap, module:str) -> dict:
     return dict(module=', '.join(mods), files=[self.files[f][0] for f in fids], imports=sorted(out, key=lambda r: (r['path'], r['line'])),
                 imported_by=sorted(by, key=lambda r: (r['path'], r['line'])))
 
-# %% ../nbs/17_codemap.ipynb #d8c099a9
+# %% ../nbs/17_codemap.ipynb #c3050c2e
 @patch
 def all_symbols(self:CodeMap) -> dict:
     "{file id: [(qual, name, kind, start, end, top, sig, doc)]} of the whole index, in line order; kept up by `refresh`"
@@ -718,9 +730,9 @@ def all_symbols(self:CodeMap) -> dict:
 @patch
 def counts(self:CodeMap) -> dict:
     "How many files and symbols the index holds"
-    return dict(files=len(self.files), symbols=sum(len(v) for v in self.all_symbols().values()))
+    with self.lock: return dict(files=len(self.files), symbols=sum(len(v) for v in self.all_symbols().values()))
 
-# %% ../nbs/17_codemap.ipynb #2deb1233
+# %% ../nbs/17_codemap.ipynb #282fd9cf
 import builtins
 _BUILTINS = set(dir(builtins)) | {'self', 'cls', 'this', 'super', 'new', 'init', 'main'}  # names that mean the language's own
 RANK_TTL = 60.0  # seconds a ranking is reused after the index changed (new symbols rank last until then)
@@ -787,7 +799,7 @@ def _prepare(self:CodeMap, search_now:bool):
     try: self.ranking(); self.search_index(wait=search_now)
     except (sqlite3.Error, OSError): pass  # the index was closed or removed meanwhile: whoever uses it next makes them
 
-# %% ../nbs/17_codemap.ipynb #59fb86e7
+# %% ../nbs/17_codemap.ipynb #cb8c8148
 def _line(row, cells=None) -> str:
     "A symbol as the tree shows it: its signature (or kind and name) and its lines (in a notebook: its cell's)"
     qual, name, kind, start, end, top, sig, doc = row
@@ -803,7 +815,12 @@ def tree(self:CodeMap, expanded=(), collapsed=(), hits=(), focus=(), budget:int=
     """The structure as text within `budget` characters: folders, files, classes and functions with signatures. First what
     was asked for (the children of `expanded` folders, files and classes; search `hits`, as (path, qual)), then the symbols
     of the `focus` files (open windows, recent edits) and their neighbours, then the rest by rank; nothing under `collapsed`"""
-    mem, rank = self.all_symbols(), self.ranking()
+    rank = self.ranking()
+    with self.lock: return self._tree(rank, expanded, collapsed, hits, focus, budget)
+
+@patch
+def _tree(self:CodeMap, rank, expanded, collapsed, hits, focus, budget) -> str:
+    mem = self.all_symbols()
     fids = {f[0]: i for i, f in self.files.items()}
     expanded, collapsed = set(expanded), set(collapsed)
     shown, extra, used = {}, {}, [0]  # shown: file id -> row indices; extra: folder -> its listing
@@ -922,7 +939,7 @@ def _tree_text(self:CodeMap, shown:dict, extra:dict) -> str:
         out += [f"{ind}  {self._sym_line(fid, j)}" for j in sorted(shown[fid])]
     return '\n'.join(out)
 
-# %% ../nbs/17_codemap.ipynb #eb926acb
+# %% ../nbs/17_codemap.ipynb #75a6cc6b
 _SUB = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
 _WORDS = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
@@ -1011,6 +1028,11 @@ def search(self:CodeMap, query:str, k:int=10) -> list:
     for w in set(_WORDS.findall(query)):  # the definition of a name (spelled as asked) first, before its uses
         if (ix := si.names.get(w)): sc[ix] *= EXACT_BOOST
     top = np.argpartition(-sc, min(k, len(sc) - 1))[:k] if len(sc) > k else np.arange(len(sc))
+    with self.lock: return self._hits(si, sc, top)
+
+@patch
+def _hits(self:CodeMap, si, sc, top) -> list:
+    "The search result dicts of documents `top`, looked up in the index as it is now"
     mem, out = self.all_symbols(), []
     for i in sorted(top, key=lambda i: -sc[i]):
         if sc[i] <= 0: break
@@ -1026,7 +1048,7 @@ def search(self:CodeMap, query:str, k:int=10) -> list:
             out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], start=a, end=b, loc=self.loc(fid, a)))
     return out
 
-# %% ../nbs/17_codemap.ipynb #c62b2a17
+# %% ../nbs/17_codemap.ipynb #0f8a8beb
 _OPEN, _OPEN_LOCK = {}, threading.Lock()
 
 def open_codemap(root, **kw) -> CodeMap:
