@@ -306,15 +306,16 @@ def _local_runners(root, top:str) -> list:
     return [r for (rt, i), r in list(_LOCAL.items()) if rt == str(root) and (i == top or i.startswith(top + '.'))]
 
 @patch
-def _halt(self:Runners, top:str):
-    "Stop this process's runners of `top`'s subtree before anything else: no check of theirs passes after this"
+def _halt(self:Runners, top:str) -> list:
+    "Stop this process's runners of `top`'s subtree before anything else (no check of theirs passes after this); those runners"
     rs = _local_runners(self.root, top)
     for r in rs: r.stop.set()
     for r in rs: r.llm.drop()
+    return rs
 
 @patch
-def _stop(self:Runners, sessions, top:str|None=None, join:float=30):
-    "Stop the workers of `sessions` (`top`: the subtree they are, whose runners here are joined, `join` s at most)"
+def _stop(self:Runners, sessions, top:str|None=None, halted=(), join:float=30):
+    "Stop the workers of `sessions` (`top`: the subtree they are, whose runners here, and those `halted`, are joined, `join` s at most)"
     roots, names = [], []
     for s in sessions:
         if s is None: continue
@@ -328,11 +329,18 @@ def _stop(self:Runners, sessions, top:str|None=None, join:float=30):
     procs = process_tree(roots)  # one pass over /proc for the whole subtree, before anything is killed
     for n in names: tmux('kill-session', '-t', f'={n}')
     left = kill_tree(procs)
-    end = time.monotonic() + join
+    end, seen = time.monotonic() + join, set(halted)
     while top is not None and time.monotonic() < end:  # until no runner of the subtree runs here (one started meanwhile too)
-        live = [r for r in _local_runners(self.root, top) if r.thread is not None and r.thread is not threading.current_thread()]
+        seen.update(_local_runners(self.root, top))
+        live = [r for r in seen if r.thread is not None and r.thread is not threading.current_thread() and r.thread.is_alive()]
         if not live: break
         for r in live: r.abort(); r.thread.join(max(0, end - time.monotonic()))
+    # runners in threads of another live process see the abort on their next check: wait until each has ended (it clears its pid)
+    others = [s['id'] for s in sessions if s is not None and s['runner'] == 'dialog' and s['host'] == 'thread' and s['pid']
+              and s['pid'].split()[0] != str(os.getpid())]
+    while others and time.monotonic() < end:
+        others = [i for i in others if spec_alive(self.store.read(i, 'pid'))]
+        if others: time.sleep(0.01)
     for s in sessions:
         if s is not None and s['worktree']:
             try: self._remove_worktree(s, f"wip (aborted): {s['task'] or 'agent ' + s['id']}")
@@ -679,6 +687,8 @@ def run(self:DialogRunner):
         _LOCAL.pop(self.key, None); self.mgr.runners.pop(id, None)
         try: self.mgr.dialogs.unuse_dialog(self.name)
         except Exception: pass
+        try: st.write(id, 'pid', '')  # its last step: nothing runs it any more (an abort from another process waits for this)
+        except HeadlesnbError: pass
 
 # %% ../nbs/16_agent_runners.ipynb #ab48bdbc
 @patch

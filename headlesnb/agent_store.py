@@ -190,14 +190,14 @@ def load_all(self:SessionStore) -> list:
 
 # %% ../nbs/15a_agent_store.ipynb #f8ebfe8e
 @patch
-def transition(self:SessionStore, id:str, to:str, frm=LIVE, **files) -> bool:
-    "Set the state of `id` to `to` (and write `files`) if its state is one of `frm`; False when it was not"
+def transition(self:SessionStore, id:str, to:str, frm=LIVE, durable:bool|None=None, **files) -> bool:
+    "Set the state of `id` to `to` (and write `files`) if its state is one of `frm`; False when it was not. `durable`: fsync the state (default: for an end)"
     if to not in STATES: raise BadArgumentError(f"state must be one of {', '.join(STATES)}, not {to!r}")
     if not self.exists(id): raise NotFoundError(f"no agent {id} under {self.root}")
     with self.lock(id):
         if (self.read(id, 'state').strip() or 'pending') not in frm: return False
         for name, text in files.items(): self.write(id, name, text, durable=name == 'result')
-        self.write(id, 'state', to, durable=to in FINISHED)  # an end is flushed to disk; `running` need not be
+        self.write(id, 'state', to, durable=to in FINISHED if durable is None else durable)  # an end is flushed to disk; `running` need not be
     return True
 
 # %% ../nbs/15a_agent_store.ipynb #e7caf331

@@ -212,13 +212,14 @@ def subtree(self:AgentManager, id) -> list:
 def abort(self:AgentManager, id) -> dict:
     "Abort agent `id` and all its descendants; returns once all are stopped: `{'aborted': ids now aborted, 'finished': ids already done}`"
     id = check_id(id)
-    self._need(id)
-    self._halt(id)  # the runners of this process stop first, before any file is written
-    top = self.store.transition(id, 'aborted', activity='')  # the top first: every start below checks its ancestors
+    halted = self._halt(id)  # the runners of this process stop first, before any file is written
+    try: top = self.store.transition(id, 'aborted', durable=False)  # the top first, seen at once: every start below checks its ancestors
+    except NotFoundError: self._need(id); raise  # (its message lists the agents there are)
+    if top: self.store.write(id, 'activity', '')
     with self.store.lock(): ids = self.subtree(id)  # a child being spawned now is listed here, or refused (see `spawn`)
     below = sorted((i for i in ids if i != id), key=lambda i: (i.count('.'), id_key(i)))
     aborted = [id] * top + [i for i in below if self.store.transition(i, 'aborted', activity='')]
-    self._stop([self.store.load(i) for i in ids], id)
+    self._stop([self.store.load(i) for i in ids], id, halted)
     return dict(aborted=sorted(aborted, key=id_key), finished=sorted(set(ids) - set(aborted), key=id_key))
 
 @patch

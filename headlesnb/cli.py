@@ -19,7 +19,7 @@ def _parser():
     sub.add_parser('mcp', help='MCP server for AI assistants (headlesnb mcp --help)', add_help=False)
     sub.add_parser('serve', help='dialoghelper-compatible HTTP server (headlesnb serve --help)', add_help=False)
     sub.add_parser('proxy', help='Anthropic API proxy putting the workspace into every request of Claude Code or an SDK client (headlesnb proxy --help)', add_help=False)
-    for c in AGENT_COMMANDS: sub.add_parser(c, help=f'subagents (headlesnb {c} --help)', add_help=False)
+    for c, what in AGENT_COMMANDS.items(): sub.add_parser(c, help=what, add_help=False)  # (headlesnb COMMAND --help: its options)
     return p
 
 def main(argv=None) -> int:

@@ -3,6 +3,7 @@ capture-pane), a fake agent CLI (tests/agents_fake_agent.py) reporting through C
 dialog agents answered through the anthropic SDK by tests/fake_anthropic.py, and the official MCP client.
 """
 import json, os, re, subprocess, sys, threading, time
+from datetime import datetime
 from pathlib import Path
 
 import anyio, psutil, pytest
@@ -268,22 +269,148 @@ def test_tui_in_tmux(root):
     b = am.spawn('Extract JWT helpers', agent='sleeper', parent=a)
     am.spawn('Done already', agent='noop')
     wait_for(lambda: am.poll('1')['status'] == 'done')
+    legacy = am.store.create('', dict(task='Written by scope', parent='', state='running', tmux_session='scope-legacy'))  # (scope's own files)
+    subprocess.run(['tmux', 'new-session', '-d', '-s', 'scope-legacy', 'sh', '-c', 'exec sleep 600'], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ('TMUX', 'TMUX_PANE')}
     subprocess.run(['tmux', 'new-session', '-d', '-s', 'ui', '-x', '120', '-y', '20', '--', *HNB_ARGV, 'agents', '--root', str(root)],
                    check=True, env=env)
-    screen = wait_for(lambda: '2 running' in (s := pane('ui')) and 'Extract JWT helpers' in s and 'q quit' in s and s, timeout=30, what='the tree')
+    screen = wait_for(lambda: '3 running' in (s := pane('ui')) and 'Extract JWT helpers' in s and 'q quit' in s and s, timeout=60, what=f"the tree ({pane('ui')})")
     assert 'Refactor auth to JWT' in screen and '● running' in screen and '✓ done' in screen
-    assert all(k in screen for k in ('n new', '↵ attach', 'x abort', 'd hide done')), screen
+    assert all(k in screen for k in ('n new', '↵ open', 'x abort', 'd hide done')), screen
     subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'j'], check=True)  # cursor: first row -> 0.0
     subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'x'], check=True)
     wait_for(lambda: 'Abort agent 0.0?' in pane('ui'), what='the question')
     subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'y'], check=True)
     wait_for(lambda: am.store.load(b)['status'] == 'aborted', what='the abort')
-    wait_for(lambda: '1 running' in pane('ui') and '✗ aborted' in pane('ui'), what='the tree to show it')
+    wait_for(lambda: '2 running' in pane('ui') and '✗ aborted' in pane('ui'), what='the tree to show it')
     assert am.poll(a)['status'] == 'running'
+    # x on the row scope wrote: aborted, its tmux session killed
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'j', 'j', 'x'], check=True)
+    wait_for(lambda: f'Abort agent {legacy}?' in pane('ui'), what='the question')
+    subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'y'], check=True)
+    wait_for(lambda: am.store.load(legacy)['status'] == 'aborted' and 'scope-legacy' not in tmux_sessions(), timeout=20, what='the abort of the row scope wrote')
     subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'q'], check=True)
     wait_for(lambda: 'ui' not in tmux_sessions(), what='the UI to quit')
     am.abort(a)
+
+
+# ---------------------------------------------------------------- the split view (tmux), every kind of row
+def tmx(*args, sock=None) -> subprocess.CompletedProcess:
+    return subprocess.run(['tmux', *(['-L', sock] if sock else []), *args], capture_output=True, text=True)
+
+
+def window_panes(session) -> list:
+    return tmx('list-panes', '-t', f'={session}:', '-F', '#{pane_id}').stdout.split()
+
+
+def rows_of_every_kind(root, fake_url, release):
+    "Agents of every kind the tree shows; returns {kind: id}"
+    am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake_url, max_retries=0), tmux=True)
+    ids = dict(dialog=am.spawn('Say hi'))
+    wait_for(lambda: am.poll(ids['dialog'])['status'] == 'done', timeout=120, what='the dialog agent')
+    ids['command'] = am.spawn('Talk to me', agent='fake')
+    ids['gone'] = am.spawn('Sleep', agent='sleeper')
+    wait_for(lambda: 'SLEEPING' in pane(f"scope-{ids['gone']}"), timeout=30, what='the sleeper')
+    tmx('kill-session', '-t', f"=scope-{ids['gone']}")
+    ids['live'] = am.spawn('Answer slowly')  # its model request is held until `release`
+    # written by scope itself (its UX redesign's tmux_session file; no agent, runner or created_at), and a folder of one file
+    for kind, files in [('scope', dict(task='Legacy task from scope', parent='', state='running', activity='editing a.ts', tmux_session='scope-legacy')),
+                        ('bare', dict(task='Only a task file'))]:
+        ids[kind] = am.store.create('', files)
+    tmx('new-session', '-d', '-s', 'scope-legacy', 'sh', '-c', 'echo LEGACY SESSION; exec sleep 600')
+    return am, ids
+
+
+def open_row(ui_target, tree_pane, n_rows, k, sock=None):
+    "Select the tree's pane, move to row `k` and press Enter"
+    tmx('select-pane', '-t', tree_pane)
+    tmx('send-keys', '-t', ui_target, *(['k'] * n_rows), *(['j'] * k), 'Enter', sock=sock)
+
+
+def check_rows(am, ids, session, ui_target, release, sock=None):
+    "Enter on every row shows the agent on the right, one pane at a time"
+    order = sorted(ids, key=lambda k: [int(x) for x in ids[k].split('.')])
+    wait_for(lambda: len(window_panes(session)) == 1 and 'Legacy task from scope' in pane(session), timeout=60, what='the tree')
+    tree_pane = window_panes(session)[0]
+    tree = lambda: tmx('capture-pane', '-p', '-t', tree_pane).stdout
+    expect = dict(dialog=['▶ Say hi', 'Hello from the dialog agent'], command=[f"FAKE AGENT {ids['command']} READY"],
+                  gone=[f"agent {ids['gone']} · sleeper", f"tmux session scope-{ids['gone']} is gone"], live=['▶ Answer slowly'], scope=['LEGACY SESSION'], bare=['Only a task file'])
+    for kind in ['dialog', 'command', 'gone', 'scope', 'bare', 'live']:
+        open_row(ui_target, tree_pane, len(order), order.index(kind), sock)
+        right = lambda: [p for p in window_panes(session) if p != tree_pane]
+        shown = wait_for(lambda: len(right()) == 1 and all(x in (t := tmx('capture-pane', '-p', '-t', right()[0]).stdout) for x in expect[kind]) and t,
+                         timeout=20, what=f'the {kind} agent on the right ({[tmx("capture-pane", "-p", "-t", p).stdout for p in right()]})')
+        assert len(window_panes(session)) == 2, 'a second Enter replaces the pane'
+    # the live view follows new messages
+    release.set()
+    wait_for(lambda: 'Live reply arrived' in tmx('capture-pane', '-p', '-t', right()[0]).stdout, timeout=20, what='the view to follow')
+    # closing the right pane detaches: the agent goes on
+    open_row(ui_target, tree_pane, len(order), order.index('command'), sock)
+    wait_for(lambda: len(right()) == 1 and 'FAKE AGENT' in tmx('capture-pane', '-p', '-t', right()[0]).stdout, timeout=20, what='the command agent')
+    tmx('kill-pane', '-t', right()[0])
+    wait_for(lambda: window_panes(session) == [tree_pane], what='the pane to close')
+    assert f"scope-{ids['command']}" in tmux_sessions() and am.poll(ids['command'])['status'] == 'running'
+    # n: one line, the agent given in it; the new agent opens on the right
+    tmx('select-pane', '-t', tree_pane)
+    tmx('send-keys', '-t', ui_target, 'n', sock=sock)
+    wait_for(lambda: 'New agent: what should it do?' in tree(), timeout=20, what='the prompt')
+    tmx('send-keys', '-t', ui_target, '-l', 'say more --agent fake', sock=sock)
+    tmx('send-keys', '-t', ui_target, 'Enter', sock=sock)
+    new = wait_for(lambda: (s := [x for x in am.list() if x['task'] == 'say more']) and s[0], timeout=20, what='the new agent')
+    assert (new['agent'], new['task_type']) == ('fake', 'implement')
+    wait_for(lambda: len(right()) == 1 and f"FAKE AGENT {new['id']} READY" in tmx('capture-pane', '-p', '-t', right()[0]).stdout, timeout=20,
+             what='the new agent on the right')
+    return tree_pane, new['id']
+
+
+def dialog_script(release):
+    def held(body):
+        release.wait(60)
+        return 'Live reply arrived'
+    return ['Hello from the dialog agent', held]
+
+
+@pytest.mark.timeout(300)
+def test_tui_split_view_from_outside_tmux(root, tmp_path):
+    "Outside tmux, `headlesnb agents` starts a tmux session with the tree; Enter on every kind of row opens it on the right; q leaves agents running"
+    sock = f'hnb-outer-{os.getpid()}-{time.monotonic_ns()}'  # the terminal the user sees: a tmux server of its own
+    release = threading.Event()
+    try:
+        with FakeAnthropic(dialog_script(release)) as fake:
+            am, ids = rows_of_every_kind(root, fake.url, release)
+            tmx('new-session', '-d', '-s', 'term', '-x', '200', '-y', '45', 'env', '-u', 'TMUX', *HNB_ARGV, 'agents', '--root', str(root), sock=sock)
+            session = wait_for(lambda: [s for s in tmux_sessions() if s.startswith('headlesnb-agents-')], timeout=60, what='the tree session')[0]
+            tree_pane, new = check_rows(am, ids, session, f'={session}:', release)
+            assert 'Legacy task from scope' in tmx('capture-pane', '-p', '-t', 'term', sock=sock).stdout, 'the user sees the tree'
+            # q: the tree (and its view) go, the user's terminal is back; every agent goes on
+            tmx('select-pane', '-t', tree_pane)
+            tmx('send-keys', '-t', f'={session}:', 'q')
+            wait_for(lambda: session not in tmux_sessions(), timeout=20, what='the tree to quit')
+            wait_for(lambda: tmx('has-session', '-t', 'term', sock=sock).returncode != 0, timeout=20, what='the terminal to get back')
+            assert {f"scope-{ids['command']}", f'scope-{new}'} <= tmux_sessions()
+            assert am.poll(ids['command'])['status'] == 'running' and am.poll(new)['status'] == 'running'
+            am.abort(ids['command']); am.abort(new)
+    finally:
+        release.set()
+        tmx('kill-server', sock=sock)
+
+
+@pytest.mark.timeout(300)
+def test_tui_split_view_inside_tmux(root):
+    "Inside tmux the tree runs in place: the same rows, the split in its own window; q leaves agents running"
+    release = threading.Event()
+    try:
+        with FakeAnthropic(dialog_script(release)) as fake:
+            am, ids = rows_of_every_kind(root, fake.url, release)
+            tmx('new-session', '-d', '-s', 'ui', '-x', '200', '-y', '45', *HNB_ARGV, 'agents', '--root', str(root))
+            tree_pane, new = check_rows(am, ids, 'ui', '=ui:', release)
+            assert not [s for s in tmux_sessions() if s.startswith('headlesnb-agents-')], 'inside tmux it runs in place'
+            tmx('select-pane', '-t', tree_pane)
+            tmx('send-keys', '-t', '=ui:', 'q')
+            wait_for(lambda: 'ui' not in tmux_sessions(), timeout=20, what='the tree to quit')
+            assert am.poll(ids['command'])['status'] == 'running' and am.poll(new)['status'] == 'running'
+            am.abort(ids['command']); am.abort(new)
+    finally: release.set()
 
 
 # ---------------------------------------------------------------- dialog agents against the fake Messages API
@@ -421,6 +548,115 @@ def test_abort_stops_the_whole_subtree(root, tmp_path):
             release.set()
     finally:
         os.environ.pop('FAKE_AGENT_PIDS', None)
+
+
+# ---------------------------------------------------------------- aborts stop at once, under load
+def cpu_hogs(n=2) -> list:
+    "Processes keeping the CPUs busy: the issue's failures were seen on a loaded machine"
+    return [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(n)]
+
+
+ABORTER = '''import sys, time
+from headlesnb.agents import AgentManager
+am = AgentManager(sys.argv[1])
+print('ready', flush=True)
+id = sys.stdin.readline().strip()
+t0, wall = time.monotonic(), time.time()
+am.abort(id)
+print(t0, wall, wall, flush=True)
+print('aborted', flush=True)
+'''
+
+
+def abort_round(root, shape, host, via, hold_for):
+    """One tree, aborted; returns what went wrong (empty: nothing). `shape`: 'waiting' (0 waits on 0.0, whose model request is
+    held) or 'spawning' (abort as 0.0's folder appears, 0 still in its spawn); `host`: where dialog agents run ('thread' or
+    'process'); `via`: abort in this process ('call') or from another ('process', which reports when it called abort)."""
+    root.mkdir()
+    (root / '.scope').mkdir()
+    (root / '.scope' / 'agents.toml').write_text(f'[agents.sleeper]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE))}, "sleep"]\n')
+    marker, arrivals, release = root / 'shell-ran', [], threading.Event()
+    def held(body):
+        release.wait(60)
+        return 'too late'
+    late = dict(tool_calls=[('shell', dict(command=f'date +%s.%N >> {marker}')), ('spawn_agent', dict(task='a late child'))])
+    if shape == 'waiting':
+        script = Script(a0=[dict(tool_calls=[('spawn_agent', dict(task='child'))]), dict(tool_calls=[('wait_agents', dict(ids='0.0'))]), late, late],
+                        a0_0=[held, late, late])
+    else:
+        script = Script(a0=[dict(tool_calls=[('spawn_agent', dict(task='slow child', agent='sleeper')), ('spawn_agent', dict(task='second child')),
+                                             ('shell', dict(command=f'date +%s.%N >> {marker}'))]), late, late],
+                        a0_1=[held, late, late])
+    def record(body):
+        arrivals.append((time.monotonic(), agent_of(body)))
+        return script(body)
+    problems = []
+    with FakeAnthropic([record] * 12) as fake:
+        env = dict(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY='test')
+        os.environ.update(env)
+        try:
+            am = AgentManager(root, llm=None if host == 'process' else AnthropicClient(api_key='test', base_url=fake.url, max_retries=0),
+                              tmux=True, dialog_host=host)
+            if via == 'process':  # another process, ready to abort (its imports done: the command line's start-up is not timed here)
+                other = subprocess.Popen([sys.executable, '-c', ABORTER, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                assert other.stdout.readline().strip() == 'ready'
+            am.spawn('Coordinate')
+            if shape == 'waiting':
+                wait_for(lambda: am.store.read('0', 'activity') == 'waiting on children' and any(a == '0.0' for _, a in arrivals),
+                         timeout=60, what='0 waiting on its held child')
+                time.sleep(hold_for)
+            else: wait_for(lambda: (root / '.scope' / 'sessions' / '0.0').is_dir(), timeout=60, every=0.001, what='0.0 being spawned')
+            runners = list(am.runners.values())
+            t0, t0_wall, t0_epoch = time.monotonic(), datetime.now(), time.time()
+            if via == 'call': am.abort('0')
+            else:  # (the clocks are the system's, the same in both processes)
+                other.stdin.write('0\n'); other.stdin.flush()
+                t0, t0_wall, t0_epoch = (float(x) for x in other.stdout.readline().split())
+                t0_wall = datetime.fromtimestamp(t0_wall)
+                assert other.stdout.readline().strip() == 'aborted', 'the other process failed'
+            returned = time.monotonic()
+            ss = am.store.load_all()
+            # nothing started after abort was called
+            problems += [f'a model request of {a} arrived {t - t0:.3f} s after abort was called' for t, a in arrivals if t >= t0]
+            problems += [f'agent {s["id"]} was spawned after abort was called' for s in ss if datetime.fromisoformat(s['created_at']) >= t0_wall]
+            if marker.exists(): problems += [f'a shell tool call ran {float(x) - t0_epoch:.3f} s after abort was called' for x in marker.read_text().split() if float(x) >= t0_epoch]
+            # the whole tree stopped by the time abort returned
+            problems += [f'agent {s["id"]} is {s["status"]}' for s in ss if s['status'] != 'aborted']
+            for r in runners: r.thread.join(0.5 if via == 'process' else 0)  # (from another process: the runner's last step is what it waits for)
+            problems += [f'runner {r.id} still runs' for r in runners if r.thread.is_alive()]
+            problems += [f'tmux session {n} of the tree is left' for n in tmux_sessions() if n.startswith('scope-0')]
+            pids = root / 'pids'
+            if host == 'process':
+                hosts = [int(s['pid'].split()[0]) for s in ss if s['host'] == 'process' and s['pid']]
+                problems += [f'host process {p} still runs' for p in hosts if proc_start(p)]
+            n = len(arrivals)
+            time.sleep(0.3)
+            problems += [f'{len(arrivals) - n} model requests after abort returned'] if len(arrivals) > n else []
+            if not problems and returned - t0 > 20: problems.append(f'abort took {returned - t0:.1f} s')
+        finally:
+            release.set()
+            for k in env: os.environ.pop(k, None)
+    return problems
+
+
+@pytest.mark.timeout(900)
+def test_abort_stops_at_once_under_load(root, tmp_path):
+    """From the moment `abort` is called no model request, tool call or spawn of the aborted tree starts, in any runner: the
+    tree waits on a held child, or is in the middle of spawning one; dialog agents in threads of this process or in a host
+    process; abort called here or from another process. Each shape many times, the CPUs kept busy."""
+    hogs = cpu_hogs()
+    failures = []
+    try:
+        shapes = [('waiting', 'thread', 'call'), ('spawning', 'thread', 'call'), ('waiting', 'thread', 'process'), ('spawning', 'thread', 'process'),
+                  ('waiting', 'process', 'process'), ('spawning', 'process', 'call')]
+        rounds = int(os.environ.get('ABORT_ROUNDS', '3'))
+        for k in range(rounds):
+            for j, (shape, host, via) in enumerate(shapes):
+                p = abort_round(tmp_path / f'r{k}-{j}', shape, host, via, hold_for=0.02 * (k % 3))
+                failures += [f'{shape}/{host}/{via} round {k}: {x}' for x in p]
+    finally:
+        for h in hogs: h.kill(); h.wait()
+    assert not failures, '\n'.join(failures)
 
 
 # ---------------------------------------------------------------- worktrees
