@@ -331,11 +331,11 @@ def forward(self:Proxy, h, body:bytes, headers) -> tuple:
 def stream(self:Proxy, h, resp) -> bytes:
     "Pass server-sent events on as they arrive (whole events); a drop mid-stream ends it with an `event: error`"
     import httpx
-    seen, pending = [], b''
+    seen, pending, head = [], b'', [_send_head(h, resp.status_code, resp.headers.multi_items(), True) + b'\r\n']
     def send(out:bytes):
-        h.wfile.write(_chunk(out))
+        h.wfile.write(b''.join(head) + _chunk(out))  # the head goes with the first event: one write, one wake-up of the client
+        head.clear()
         if self.log: seen.append(out)  # (kept only for the log)
-    h.wfile.write(_send_head(h, resp.status_code, resp.headers.multi_items(), True) + b'\r\n')
     try:
         try:
             for data in resp.iter_raw():
@@ -346,7 +346,7 @@ def stream(self:Proxy, h, resp) -> bytes:
             if pending: send(pending)
         except httpx.HTTPError as e:
             send(b'event: error\ndata: ' + error_json(f'headlesnb proxy: the upstream {self.upstream} dropped the connection mid-stream: {e or type(e).__name__}') + b'\n\n')
-        h.wfile.write(b'0\r\n\r\n')
+        h.wfile.write(b''.join(head) + b'0\r\n\r\n')
     except OSError: h.close_connection = True  # the client went away: so does the upstream request
     return b''.join(seen)
 
