@@ -430,7 +430,7 @@ def proxy_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='headlesnb proxy', description='Anthropic Messages API proxy on 127.0.0.1 that puts the workspace of '
                                 'a root folder into every request of Claude Code or any Anthropic SDK client (ANTHROPIC_BASE_URL)')
     p.add_argument('--root', default='.', help='the folder whose workspace is added (default: the current folder)')
-    p.add_argument('--workspace', default='default', help='the workspace to add (default: default, as headlesnb mcp uses)')
+    p.add_argument('--workspace', default='default', metavar='NAME', help='the workspace to add (default: default, as headlesnb mcp uses)')
     p.add_argument('--port', type=int, default=8787, help='port (default 8787)')
     p.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1; another one needs --token)')
     p.add_argument('--upstream', default=DEFAULT_UPSTREAM, help=f'the API to forward to (default {DEFAULT_UPSTREAM})')
