@@ -570,13 +570,13 @@ def _agent_tools(self:DialogRunner) -> dict:
     def _ids(v): return [i.strip() for i in (v.split(',') if isinstance(v, str) else v) if str(i).strip()]
     def spawn_agent(task: str,                 # what the subagent must do, with everything it needs to know
                     task_type: str = 'implement',  # explore, implement, test, review or refactor
-                    agent: str = 'dialog',     # dialog (an AI like you), or a command agent such as claude-code
+                    agent: str = '',           # dialog (an AI like you), or a command agent such as claude-code ('': as its type is routed)
                     inputs: str = '',          # comma-separated paths the subagent should start from
                     worktree: bool = False,    # give it a git worktree of its own (parallel implementers)
                    ):
         "Spawn a subagent (its id is under yours); it works on its own. Returns its id: collect its result with wait_agents."
-        cid = mgr.spawn(task, task_type, agent, _ids(inputs), parent=me, worktree=bool(worktree))
-        return f"spawned agent {cid} ({agent}, {task_type})"
+        cid = mgr.spawn(task, task_type, agent or None, _ids(inputs), parent=me, worktree=bool(worktree))
+        return f"spawned agent {cid} ({mgr.store.read(cid, 'agent')}, {task_type})"
     def poll_agent(id: str,  # the agent's id
                   ):
         "The state of an agent: status (pending, running, done, aborted), activity, and its result once done."

@@ -659,6 +659,72 @@ def test_abort_stops_at_once_under_load(root, tmp_path):
     assert not failures, '\n'.join(failures)
 
 
+# ---------------------------------------------------------------- routing, setup's CLAUDE.md, papercuts
+def test_routing_by_task_type(root):
+    "[routing.TYPE] in agents.toml: spawn without an agent follows it (agent, and a dialog agent's model); poll and the tree show them"
+    with open(root / '.scope' / 'agents.toml', 'a') as f: f.write('\n[routing.test]\nagent = "noop"\n[routing.explore]\nmodel = "claude-haiku-4-5"\n')
+    t = hnb('spawn', 'Run the tests', '--type', 'test', root=root, check=True).stdout.strip()
+    p = json.loads(hnb('wait', t, '--timeout', '30', root=root, check=True).stdout)['results'][0]
+    assert (p['agent'], p['model'], p['status'], p['error']) == ('noop', '', 'done', False)
+    assert hnb('spawn', 'Run them again', '--type', 'test', '--agent', 'sleeper', root=root, check=True).stdout.strip() == '1'  # named: it wins
+    assert json.loads(hnb('poll', '1', root=root, check=True).stdout)['agent'] == 'sleeper'
+    hnb('abort', '1', root=root, check=True)
+    with FakeAnthropic(['Found it.']) as fake:
+        am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0))
+        e = am.spawn('Find the auth code', 'explore')
+        wait_for(lambda: am.poll(e)['status'] == 'done', timeout=120, what='the explorer')
+        assert fake.requests[0]['model'] == 'claude-haiku-4-5', 'the routed model is the one asked'
+        assert (am.poll(e)['agent'], am.poll(e)['model']) == ('dialog', 'claude-haiku-4-5')
+        from headlesnb.agents_ui import row_text
+        assert row_text(am.get(e))[4] == 'dialog · claude-haiku-4-5'  # what the tree shows
+
+
+def test_setup_writes_spawn_heuristics_into_claude_md(tmp_path):
+    "setup: the heuristics go into CLAUDE.md at the git top (made if missing), between the markers; twice: one block, the user's text kept"
+    repo = tmp_path / 'repo'
+    (repo / 'src' / 'deep').mkdir(parents=True)
+    subprocess.run(['git', 'init', '-q', str(repo)], check=True)
+    settings = tmp_path / 'settings.json'
+    def setup():
+        r = subprocess.run(HNB_ARGV + ['setup', '--settings', str(settings)], cwd=repo / 'src' / 'deep', capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    assert f"spawn heuristics: written to {repo / 'CLAUDE.md'}" in setup()
+    (repo / 'CLAUDE.md').write_text('# Mine\n\nKeep this.\n\n' + (repo / 'CLAUDE.md').read_text() + '\nAnd this.\n')
+    assert 'spawn heuristics: already in' in setup()
+    text = (repo / 'CLAUDE.md').read_text()
+    assert text.count('<!-- headlesnb:begin -->') == 1 and text.count('<!-- headlesnb:end -->') == 1
+    assert text.startswith('# Mine\n\nKeep this.\n\n<!-- headlesnb:begin -->') and text.endswith('<!-- headlesnb:end -->\n\nAnd this.\n')
+    assert 'headlesnb spawn' in text and 'headlesnb wait' in text and 'headlesnb poll' in text
+    assert not (repo / 'src' / 'deep' / 'CLAUDE.md').exists()
+    plain = tmp_path / 'plain'; plain.mkdir()  # not a repository: the current folder
+    r = subprocess.run(HNB_ARGV + ['setup', '--settings', str(settings)], cwd=plain, capture_output=True, text=True)
+    assert r.returncode == 0 and (plain / 'CLAUDE.md').exists()
+
+
+def test_papercuts_no_key_readonly_help(root, tmp_path):
+    "A dialog spawn without an API key fails at once (exit 1, one line, no agent); a read-only command makes no folder; every agent command says what it does"
+    env = {k: v for k, v in os.environ.items() if k != 'ANTHROPIC_API_KEY'}
+    r = hnb('spawn', 'Say hi', root=root, env=env)
+    assert r.returncode == 1 and r.stdout == '' and 'ANTHROPIC_API_KEY' in r.stderr and r.stderr.strip().count('\n') == 0, r
+    assert SessionStore(root).ids() == []
+    work = tmp_path / 'work'
+    for args in [('poll', '0'), ('wait', '0'), ('abort', '0')]:
+        r = subprocess.run(HNB_ARGV + list(args) + ['--root', 'work'], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 1 and 'does not exist' in r.stderr and not work.exists(), (args, r.stderr)
+    # an agent that ended in an error is never a plain success: poll says error, the tree shows it failed
+    i = hnb('spawn', 'Fail', '--agent', 'failing', root=root, check=True).stdout.strip()
+    p = json.loads(hnb('wait', i, '--timeout', '30', root=root, check=True).stdout)['results'][0]
+    assert p['status'] == 'done' and p['error'] is True and p['result'].startswith('error: ')
+    from headlesnb.agents_ui import row_text
+    assert row_text(AgentManager(root).get(i))[2] == 'failed'
+    helps = subprocess.run(HNB_ARGV + ['--help'], capture_output=True, text=True).stdout
+    from headlesnb.agents_ui import AGENT_COMMANDS
+    assert len(set(AGENT_COMMANDS.values())) == len(AGENT_COMMANDS) == 8
+    flat = ' '.join(helps.split())
+    assert all(f'{c} {" ".join(what.split())}' in flat for c, what in AGENT_COMMANDS.items()), helps
+
+
 # ---------------------------------------------------------------- worktrees
 def git(*args, cwd):
     return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
