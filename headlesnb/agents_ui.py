@@ -214,6 +214,8 @@ def agents_parser() -> argparse.ArgumentParser:
     c = cmd('setup')
     c.add_argument('--settings', default=None, help='settings file (default: ~/.claude/settings.json)')
     c.add_argument('--project', default=None, help="the project whose CLAUDE.md gets the spawn heuristics (default: the git top of the current folder, else the current folder)")
+    c.add_argument('--proxy', nargs='?', type=int, const=8787, default=None, metavar='PORT',
+                   help="also send Claude Code in the project through headlesnb proxy on 127.0.0.1:PORT (default 8787), with the MCP server")
     return p
 
 # %% ../nbs/29_agents_ui.ipynb #1c890529
@@ -224,7 +226,10 @@ def agents_main(argv=None) -> int:
     a = agents_parser().parse_args(argv)
     if a.cmd is None: agents_parser().print_help(); return 1
     if a.cmd == 'hook': return hook_main(a.event)
-    if a.cmd == 'setup': return setup_main(a.settings, a.project)
+    if a.cmd == 'setup':
+        if (rc := setup_main(a.settings, a.project)) or a.proxy is None: return rc
+        from headlesnb.proxy import setup_proxy_main
+        return setup_proxy_main(project_folder(a.project), a.proxy)
     try:
         root = Path(a.root).expanduser().resolve() if a.root else find_root()
         if a.cmd not in ('spawn', 'agents') and not root.is_dir():  # (a command that only reads makes no folder)
