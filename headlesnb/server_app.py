@@ -23,7 +23,7 @@ from .utils import strip_ansi
 from .engine import Engine
 from .options import add_kernel_args, bind, run_quietly
 from .security import *
-from .agents import AgentManager, LIVE, NEEDS_INPUT, GLYPHS
+from .agents import AgentManager, LIVE, NEEDS_INPUT, GLYPHS, shown_status
 from .server import *
 import headlesnb.server_api
 
@@ -38,7 +38,7 @@ li > .row { display: grid; grid-template-columns: 6em 1fr 7em 18em 5em; gap: .6e
 li > .row:hover { background: #eef; }
 .id { font-family: monospace; font-weight: bold; }
 .task { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.st-running { color: #18794e; } .st-pending { color: #a15c00; } .st-done { color: #2456b3; } .st-aborted { color: #b3261e; }
+.st-running { color: #18794e; } .st-pending { color: #a15c00; } .st-done { color: #2456b3; } .st-aborted { color: #b3261e; } .st-failed { color: #b3261e; }
 .activity { color: #666; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .attention > .row { background: #fff3c4; } .attention .activity { color: #7a4d00; font-weight: bold; }
 button.abort { font-size: .85em; }
@@ -48,17 +48,17 @@ button.abort { font-size: .85em; }
 
 AGENTS_JS = r"""
 (() => {
-const GLYPH = {pending: '○', running: '●', done: '✓', aborted: '✗'};
+const GLYPH = {pending: '○', running: '●', done: '✓', aborted: '✗', failed: '✗'};
 const tree = document.getElementById('tree'), status = document.getElementById('status'), count = document.getElementById('count');
 function el(tag, cls, text) { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
 function row(n) {
   const li = el('li');
   li.dataset.id = n.id;
-  const live = n.status === 'pending' || n.status === 'running';
+  const live = n.status === 'pending' || n.status === 'running', shown = n.error ? 'failed' : n.status;  // (an error is never a plain done)
   if (live && n.activity === 'needs input') li.classList.add('attention');
   const r = el('div', 'row');
   r.append(el('span', 'id', n.id), el('span', 'task', n.task || '(no task yet)'),
-           el('span', 'st-' + n.status, (GLYPH[n.status] || '?') + ' ' + n.status),
+           el('span', 'st-' + shown, (GLYPH[shown] || '?') + ' ' + shown),
            el('span', 'activity', live && n.activity === 'needs input' ? '⚑ needs input' : (n.activity || '─')));
   const b = el('span');
   if (live) { const btn = el('button', 'abort', 'abort'); btn.type = 'button'; btn.dataset.id = n.id; b.append(btn); }
@@ -104,10 +104,11 @@ def render_tree_html(forest:list) -> str:
         act = f'⚑ {NEEDS_INPUT}' if att else (n['activity'] or '─')
         btn = f'<button type="button" class="abort" data-id="{e(n["id"])}">abort</button>' if live else ''
         kids = f"<ul>{''.join(row(c) for c in n['children'])}</ul>" if n['children'] else ''
-        glyph, cls = GLYPHS.get(n['status'], ('?', ''))[0], ' class="attention"' if att else ''
+        st = shown_status(n)  # (an agent that ended in an error shows failed)
+        glyph, cls = GLYPHS.get(st, ('?', ''))[0], ' class="attention"' if att else ''
         return (f'<li data-id="{e(n["id"])}"{cls}><div class="row" title="{e(n["result"] or "")}">'
                 f'<span class="id">{e(n["id"])}</span><span class="task">{e(n["task"] or "(no task yet)")}</span>'
-                f'<span class="st-{e(n["status"])}">{glyph} {e(n["status"])}</span><span class="activity">{e(act)}</span>'
+                f'<span class="st-{e(st)}">{glyph} {e(st)}</span><span class="activity">{e(act)}</span>'
                 f'<span>{btn}</span></div>{kids}</li>')
     return f"<ul>{''.join(row(n) for n in forest)}</ul>" if forest else '<p class="empty">no agents yet</p>'
 

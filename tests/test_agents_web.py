@@ -105,3 +105,14 @@ def test_page_in_a_browser(site, browser):
     end = time.monotonic() + 10
     while strict.inner_text('#status') != 'live' and time.monotonic() < end: time.sleep(0.05)
     assert strict.inner_text('#status') == 'live' and strict.inner_text('li[data-id="2"] > .row .task') == 'a new one'
+
+
+def test_failed_agent_is_not_a_plain_success(site):
+    "An agent that ended in an error shows failed (the page and its stream's JSON), never a plain done"
+    url, am, st = site
+    st.transition('1', 'done', activity='', result='error: could not start: no key')
+    r = httpx.get(url + '/agents')
+    row = r.text.split('data-id="1"', 1)[1].split('</li>', 1)[0]
+    assert '<span class="st-failed">✗ failed</span>' in row and '✓' not in row
+    node = [n for n in httpx.get(url + '/agents/tree.json').json() if n['id'] == '1'][0]
+    assert (node['status'], node['error']) == ('done', True)
