@@ -7,7 +7,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'grammar', 'extract', 'notebook_source', 'parse_file', 'python_module', 'module_of', 'Symbol', 'CodeMap',
            'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer', 'SearchIndex', 'open_codemap']
 
-# %% ../nbs/17_codemap.ipynb #930bfaac
+# %% ../nbs/17_codemap.ipynb #90927874
 import hashlib, json, os, re, sqlite3, stat, subprocess, threading, time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .errors import *
 from .utils import check_int, check_str
 
-# %% ../nbs/17_codemap.ipynb #6527063e
+# %% ../nbs/17_codemap.ipynb #6bc1b5c7
 EXTENSIONS = {
     '.py': 'python', '.pyi': 'python', '.ipynb': 'notebook',
     '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascript',
@@ -37,7 +37,7 @@ def lang_of(path:str) -> str|None:
     "The tree-sitter language (or 'notebook') of a file, by its extension; None: not code we index"
     return EXTENSIONS.get(os.path.splitext(path)[1])
 
-# %% ../nbs/17_codemap.ipynb #a56a7447
+# %% ../nbs/17_codemap.ipynb #80e38eaf
 # Which node kinds are definitions, names, calls and imports, read from each grammar's own list of kinds: one rule
 # for every language of the pack, so a grammar we never looked at still gives its functions and classes
 _DEF = re.compile(r'^(?:abstract_|generator_)?(class|function|method|struct|interface|enum|trait|impl|module|namespace|'
@@ -80,7 +80,7 @@ def grammar(name:str) -> Grammar|None:
     try: return Grammar(name)
     except (LookupError, ValueError, ImportError, OSError): return None
 
-# %% ../nbs/17_codemap.ipynb #2a6394d8
+# %% ../nbs/17_codemap.ipynb #1af7b1b0
 _FN_VALUES = {'arrow_function', 'function_expression', 'function', 'generator_function', 'class'}
 
 def _text(src:bytes, n) -> str: return src[n.start_byte:n.end_byte].decode('utf-8', 'replace')
@@ -201,7 +201,7 @@ def _import_name(src:bytes, n, lang:str, package:str) -> list:
         t = os.path.splitext(os.path.normpath(os.path.join(package, t)))[0]
     return [t] if t else []
 
-def _lines(rows) -> str: return ','.join(map(str, sorted(set(rows))))
+def _lines(rows) -> str: return ','.join(map(str, dict.fromkeys(rows)))  # in document order already: only repeats go
 
 def extract(lang:str, src:bytes, package:str='') -> dict:
     """Symbols, references, calls, imports and bases of one source file. Symbols are tuples
@@ -265,7 +265,7 @@ def extract(lang:str, src:bytes, package:str='') -> dict:
     return dict(syms=syms, refs=[(k[0] if k[1] else k[0].decode('utf-8', 'replace'), k[1], _lines(v)) for k, v in refs.items()],
                 error='syntax errors (indexed as far as the parser got)' if tree.root_node.has_error else '')
 
-# %% ../nbs/17_codemap.ipynb #3ecd77a7
+# %% ../nbs/17_codemap.ipynb #7ecfef1d
 _MAGIC = re.compile(r'^\s*[%!]')
 
 def notebook_source(data:bytes) -> tuple:
@@ -305,7 +305,7 @@ def _parse_batch(batch:list) -> list:
     "Worker: `parse_file` over (full, rel, lang, module, max_bytes) tuples"
     return [(b[1], parse_file(*b)) for b in batch]
 
-# %% ../nbs/17_codemap.ipynb #776ab5c0
+# %% ../nbs/17_codemap.ipynb #68ad16db
 def python_module(rel:str, is_pkg) -> str:
     "The dotted name Python imports file `rel` by: up through folders that are packages (`is_pkg(folder)`), `__init__` dropped"
     parts = rel[:-len(os.path.splitext(rel)[1])].split('/')
@@ -321,7 +321,7 @@ def module_of(rel:str, lang:str, is_pkg, head:bytes=b'') -> str:
     if lang == 'go': return os.path.dirname(rel) or '.'
     return os.path.splitext(rel)[0]
 
-# %% ../nbs/17_codemap.ipynb #02e435b5
+# %% ../nbs/17_codemap.ipynb #4818985b
 DB_PATH = '.headlesnb/codemap.sqlite'
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -365,6 +365,7 @@ class CodeMap:
         self.lock, self.generation, self.recent = threading.RLock(), 0, []  # recent: paths changed lately, newest first
         self._cache, self._cache_gen, self._pkgs, self._mem, self._ranking, self._search, self._qidx = {}, None, {}, None, None, None, {}
         self._search_thread = self._prep = None
+        self._rank_lock, self._search_lock = threading.Lock(), threading.Lock()
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         if self.db_path.parent == self.root / '.headlesnb' and not (gi := self.db_path.parent / '.gitignore').exists():
             gi.write_text('*\n')  # git never picks up the index
@@ -384,7 +385,7 @@ class CodeMap:
     def close(self):
         with self.lock: self.con.close()
 
-# %% ../nbs/17_codemap.ipynb #6e5eb945
+# %% ../nbs/17_codemap.ipynb #622a968b
 def _git_files(root:Path) -> list|None:
     "Files git tracks or would track under `root` (ignored ones left out); None outside a git work tree or without git"
     if not any((p / '.git').exists() for p in (root, *root.parents)): return None
@@ -424,7 +425,7 @@ def _listed(self:CodeMap) -> dict:
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes: res[rel] = st
     return res
 
-# %% ../nbs/17_codemap.ipynb #264cdad3
+# %% ../nbs/17_codemap.ipynb #00193cdb
 @patch
 def _is_pkg(self:CodeMap, folder:str) -> bool:
     c = self._pkgs
@@ -523,7 +524,7 @@ def refresh(self:CodeMap, progress=None) -> dict:
             self.recent = (k + [p for p in self.recent if p not in k])[:50]
         return dict(files=len(listed), changed=len(changed), removed=len(removed), seconds=round(time.perf_counter() - t0, 3))
 
-# %% ../nbs/17_codemap.ipynb #b0574d2c
+# %% ../nbs/17_codemap.ipynb #55bc93d0
 _COLS = 's.id, s.file, s.qual, s.name, s.kind, s.start, s."end", s.top, s.sig, s.doc, s.bases'
 
 @patch
@@ -616,7 +617,7 @@ def outline(self:CodeMap, path:str) -> list:
     with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],)).fetchall()
     return [self._symbol(r) for r in rows]
 
-# %% ../nbs/17_codemap.ipynb #b8a149c3
+# %% ../nbs/17_codemap.ipynb #dc94c19e
 @patch
 def _rows(self:CodeMap, sql:str, args=()) -> list:
     with self.lock: return self.con.execute(sql, args).fetchall()
@@ -715,7 +716,7 @@ def imports(self:CodeMap, module:str) -> dict:
     return dict(module=', '.join(mods), files=[self.files[f][0] for f in fids], imports=sorted(out, key=lambda r: (r['path'], r['line'])),
                 imported_by=sorted(by, key=lambda r: (r['path'], r['line'])))
 
-# %% ../nbs/17_codemap.ipynb #c3050c2e
+# %% ../nbs/17_codemap.ipynb #14e6abfa
 @patch
 def all_symbols(self:CodeMap) -> dict:
     "{file id: [(qual, name, kind, start, end, top, sig, doc)]} of the whole index, in line order; kept up by `refresh`"
@@ -732,7 +733,7 @@ def counts(self:CodeMap) -> dict:
     "How many files and symbols the index holds"
     with self.lock: return dict(files=len(self.files), symbols=sum(len(v) for v in self.all_symbols().values()))
 
-# %% ../nbs/17_codemap.ipynb #282fd9cf
+# %% ../nbs/17_codemap.ipynb #e3ec240e
 import builtins
 _BUILTINS = set(dir(builtins)) | {'self', 'cls', 'this', 'super', 'new', 'init', 'main'}  # names that mean the language's own
 RANK_TTL = 60.0  # seconds a ranking is reused after the index changed (new symbols rank last until then)
@@ -752,6 +753,11 @@ def ranking(self:CodeMap) -> Ranking:
     """aider's repo-map ranking: files are nodes, a file referring to a name defined in another is an edge (weight grows
     with the square root of the uses; names defined in many files say little), PageRank (networkx) ranks the files, and
     each file's rank flows along its edges to the definitions it uses. Computed outside the lock (lookups go on)"""
+    with self._rank_lock:  # one at a time: a second caller waits for the first, then finds it made
+        return self._rank()
+
+@patch
+def _rank(self:CodeMap) -> Ranking:
     import math, networkx as nx
     with self.lock:
         r = self._ranking
@@ -799,7 +805,7 @@ def _prepare(self:CodeMap, search_now:bool):
     try: self.ranking(); self.search_index(wait=search_now)
     except (sqlite3.Error, OSError): pass  # the index was closed or removed meanwhile: whoever uses it next makes them
 
-# %% ../nbs/17_codemap.ipynb #cb8c8148
+# %% ../nbs/17_codemap.ipynb #f016bedb
 def _line(row, cells=None) -> str:
     "A symbol as the tree shows it: its signature (or kind and name) and its lines (in a notebook: its cell's)"
     qual, name, kind, start, end, top, sig, doc = row
@@ -939,7 +945,7 @@ def _tree_text(self:CodeMap, shown:dict, extra:dict) -> str:
         out += [f"{ind}  {self._sym_line(fid, j)}" for j in sorted(shown[fid])]
     return '\n'.join(out)
 
-# %% ../nbs/17_codemap.ipynb #75a6cc6b
+# %% ../nbs/17_codemap.ipynb #70c44311
 _SUB = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
 _WORDS = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
@@ -990,6 +996,13 @@ def search_index(self:CodeMap, wait:bool=False) -> SearchIndex:
 
 @patch
 def _make_search(self:CodeMap) -> SearchIndex:
+    with self._search_lock:  # one at a time: a second caller waits for the first, then finds it made
+        with self.lock:
+            if (si := self._search) is not None and si.generation == self.generation: return si
+        return self._build_search()
+
+@patch
+def _build_search(self:CodeMap) -> SearchIndex:
     with self.lock:
         gen, mem, files = self.generation, dict(self.all_symbols()), dict(self.files)
         refs = self.con.execute('SELECT file, name, lines FROM refs WHERE kind < 2').fetchall()
@@ -1048,7 +1061,7 @@ def _hits(self:CodeMap, si, sc, top) -> list:
             out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], start=a, end=b, loc=self.loc(fid, a)))
     return out
 
-# %% ../nbs/17_codemap.ipynb #0f8a8beb
+# %% ../nbs/17_codemap.ipynb #6d9a0b6e
 _OPEN, _OPEN_LOCK = {}, threading.Lock()
 
 def open_codemap(root, **kw) -> CodeMap:

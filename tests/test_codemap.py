@@ -250,6 +250,9 @@ def test_workspace_tools_state_and_dialog(tree):
     assert t['structure']('collapse', path='Circle') == 'collapsed py/shapes/round.py::Circle in STRUCTURAL_VIEW'
     assert t['open_frame']('Greeter.greet').startswith('opened f')
     with pytest.raises(BadArgumentError, match='ambiguous'): t['open_frame']('area')
+    assert t['open_frame']('unit_circle') == 'opened f2: nb/demo.unit_circle (function), nb/demo.ipynb lines 1-3'
+    w = ws.files['f2']  # a symbol in a notebook: a window on its cell
+    assert (w.kind, w.meta['id'], w.lines[2].strip()) == ('cell', 'helpers', 'return Circle(1)')
     with pytest.raises(Exception, match='outside|escapes|root'): t['structure']('expand', path='../..')
     for name, arg in [('references', 'clamp'), ('callers', 'clamp'), ('callees', 'Ring.area'), ('subclasses', 'Shape'),
                       ('imports', 'shapes.base'), ('search', 'stack push'), ('show_structure', 'py/shapes/base.py')]:
