@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError
 from fastcore.basics import patch
 from mcp.server.mcpserver import MCPServer, Context
 from mcp.server.mcpserver.exceptions import ToolError, ResourceError
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
 from .errors import *
@@ -41,6 +42,7 @@ def failed(e:BaseException, limit:int=20_000) -> CallToolResult:
     return exc_result(e, limit)
 
 ALIASES = {'timeout_seconds': 'timeout'}  # jupyter-mcp-server's older argument names, which its clients still send
+_IMAGES = ((b'\x89PNG', 'image/png'), (b'\xff\xd8\xff', 'image/jpeg'), (b'GIF8', 'image/gif'))  # how each image's bytes start
 
 def _optional(p:dict) -> dict:
     "A property's schema without `null` among its types, nor a default of false or '': leaving an optional argument out says the same"
@@ -79,6 +81,13 @@ class HeadlesnbMCPServer(MCPServer):
         params = self._tool_manager.get_tool(name or fn.__name__).parameters
         small = compact_schema(params)
         params.clear(); params.update(small)
+
+    async def read_resource(self, uri, context=None):
+        "A resource; bytes (an image output) carry their own MIME type, not the template's"
+        res = await super().read_resource(uri, context)
+        if not isinstance(res, list): return res
+        return [ReadResourceContents(content=r.content, mime_type=next((m for s, m in _IMAGES if r.content.startswith(s)), r.mime_type), meta=r.meta)
+                if isinstance(r.content, bytes) else r for r in res]
 
     async def call_tool(self, name, arguments, context=None):
         tool = self._tool_manager.get_tool(name)
@@ -158,7 +167,7 @@ async def list_files(self:NotebookTools,
     cols = ['path', 'type', 'size', 'modified']
     def fmt(d):
         fs, s = d['files'], d['start_index']
-        head = f"{d['total']} {'entry' if d['total'] == 1 else 'entries'}" + (f"; showing {s}-{s + len(fs) - 1}" if fs else '')
+        head = f"Showing {s}-{s + len(fs)} of {d['total']} files"  # jupyter-mcp-server's first line (folders counted too)
         if s + len(fs) < d['total']: head += f" (more: start_index={s + len(fs)})"
         return answer(head + '\n' + tsv(fs, cols), columns=cols, items=[{c: f.get(c) for c in cols} for f in fs], count=len(fs))
     return await self._do(lambda: self.nm.list_files(path, max_depth, start_index, limit, pattern), fmt)
@@ -1004,13 +1013,13 @@ def register_agent_tools(srv, agents:AgentManager, opts=None):
     async def spawn_agent(
             task: Annotated[str, Field(description="What the agent must do, with everything it needs to know")],
             task_type: Annotated[Literal['explore', 'implement', 'test', 'review', 'refactor'], Field(description="Shapes its contract and what it reports back")]='implement',
-            agent: Annotated[str, Field(description="dialog (an AI dialog run by headlesnb), claude-code, codex, aider, or one from agents.toml")]='dialog',
+            agent: Annotated[str, Field(description="dialog (an AI dialog run by headlesnb), claude-code, codex, aider, or one from agents.toml (default: the routing of its task type in agents.toml, else dialog)")]='',
             inputs: Annotated[list[str]|None, Field(description="Files or folders (under the root) it should start from")]=None,
             worktree: Annotated[bool, Field(description="Give it its own git worktree on branch scope/ID (parallel implementers)")]=False,
             parent: Annotated[str|None, Field(description="Parent agent id (default: this server's SCOPE_SESSION_ID, else top level)")]=None) -> CallToolResult:
         "Spawn an agent on a task; it works on its own. Returns its id: follow it with poll_agent, collect its result with wait_agents."
-        return await g._do(lambda: agents.spawn(task, task_type, agent, inputs or (), default_parent() if parent is None else parent, worktree),
-                           lambda id: f"spawned agent {id} ({agent}, {task_type})")
+        return await g._do(lambda: agents.spawn(task, task_type, agent or None, inputs or (), default_parent() if parent is None else parent, worktree),
+                           lambda id: f"spawned agent {id} ({agents.store.read(id, 'agent')}, {task_type})")
 
     async def poll_agent(id: Id) -> CallToolResult:
         "An agent's state as JSON: status (pending, running, done, aborted), activity, result, task, task_type, parent."
@@ -1132,7 +1141,7 @@ def mcp_parser() -> argparse.ArgumentParser:
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='HTTP: also accept this Host name (repeatable; * for any)')
     p.add_argument('--no-images', action='store_true', help='send image outputs as one-line notes, not MCP images')
     p.add_argument('--tools', default='all', metavar='GROUPS', help=f"tool groups to offer, comma-separated: {', '.join(GROUPS)} (default: all)")
-    p.add_argument('--notebook', default=None, metavar='PATH', help='start with this notebook (under --root) open and active, named after its file')
+    p.add_argument('--notebook', '--document-id', default=None, metavar='PATH', help="start with this notebook (under --root) open and active, named after its file (jupyter-mcp-server's --document-id)")
     p.add_argument('--timeout', type=float, default=120.0, help='default seconds a run may take when a tool says timeout=0 (default 120, as jupyter-mcp-server)')
     p.add_argument('--workspace', default='default', metavar='NAME', help="the workspace the workspace tools act on unless told (default: default, the one headlesnb proxy adds)")
     p.add_argument('--shell', action='store_true', help='offer the shell tool: any bash command in the root, as you (off by default: text the model reads could make it run anything)')

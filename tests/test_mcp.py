@@ -207,7 +207,7 @@ def test_execute_and_outputs(tmp_path):
             # outputs were stored in the cell
             r = await ok(s, 'read_cell', cell_index=0)
             assert r.endswith('x = 6 * 7\nprint("hello")\nx\nhello\n42')
-            assert (await ok(s, 'clear_cell_output', cell_index=0)).startswith('Cell 0 output cleared successfully.\nid ')
+            assert (await ok(s, 'clear_cell_output', cell_index=0)).startswith('Cell 0 output cleared successfully (2 output(s) removed).\nid ')
             assert (await ok(s, 'read_cell', cell_index=0)).endswith('print("hello")\nx')
             # a long text output is cut with a marker
             r = await ok(s, 'execute_code', code='print("x" * 100_000)')

@@ -162,7 +162,7 @@ def test_a_session_as_jms_2_2_clients_talk(tmp_path):
             assert (await ok(s, 'edit_cell_source', cell_id=code, old_string='7', new_string='8', replace_all=True)).startswith('Cell 1 edited successfully!')
             res = await s.call_tool('move_cell', dict(source_cell_id=code, target_cell_id=cid))
             assert text(res).startswith('Cell moved successfully from index 1 to 3 (code).') and res.meta['io.jupyter-mcp/cell_id'] == code
-            assert (await ok(s, 'clear_cell_output', cell_id=code)).startswith('Cell 3 output cleared successfully.')
+            assert (await ok(s, 'clear_cell_output', cell_id=code)).startswith('Cell 3 output cleared successfully (')
             # a timeout, as JMS words it
             r = await ok(s, 'execute_code', code='while True: pass', timeout_seconds=1)
             assert '[TIMEOUT ERROR: IPython execution exceeded 1 seconds and was interrupted]' in r
@@ -178,7 +178,7 @@ def test_a_session_as_jms_2_2_clients_talk(tmp_path):
             assert (cell['id'], cell['index'], len(cell['outputs'])) == (cid, 2, 2)
             assert cell['outputs'][0] == {'index': 0, 'mimeType': 'image/png', 'uri': f'notebook://demo/cells/{cid}/outputs/0'}
             img = (await s.read_resource(cell['outputs'][0]['uri'])).contents[0]
-            assert base64.b64decode(img.blob)[:8] == b'\x89PNG\r\n\x1a\n'
+            assert base64.b64decode(img.blob)[:8] == b'\x89PNG\r\n\x1a\n' and img.mime_type == 'image/png'
             assert (await s.read_resource(cell['outputs'][1]['uri'])).contents[0].text == 'after\n'
             with pytest.raises(Exception, match='no output 5'): await s.read_resource(f'notebook://demo/cells/{cid}/outputs/5')
             with pytest.raises(Exception, match="no notebook named 'nope'"): await s.read_resource('notebook://nope')
