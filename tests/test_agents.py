@@ -354,6 +354,7 @@ def check_rows(am, ids, session, ui_target, release, sock=None):
     tmx('select-pane', '-t', tree_pane)
     tmx('send-keys', '-t', ui_target, 'n', sock=sock)
     wait_for(lambda: 'New agent: what should it do?' in tree(), timeout=20, what='the prompt')
+    time.sleep(0.3)  # (typing starts once the prompt has the focus, as a person's would)
     tmx('send-keys', '-t', ui_target, '-l', 'say more --agent fake', sock=sock)
     tmx('send-keys', '-t', ui_target, 'Enter', sock=sock)
     new = wait_for(lambda: (s := [x for x in am.list() if x['task'] == 'say more']) and s[0], timeout=20, what='the new agent')
