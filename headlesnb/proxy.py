@@ -283,6 +283,7 @@ class Proxy:
 
     def handle(self, h):
         if (why := self.refusal(h)):
+            if h.read_body() is None: return  # (read first: a socket closed on unread data resets, losing the answer)
             h.close_connection = True
             return h.api_error(why[0], f'headlesnb proxy: {why[1]}', {401: 'authentication_error', 403: 'permission_error'}.get(why[0], 'invalid_request_error'))
         if (body := h.read_body()) is None: return
