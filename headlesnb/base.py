@@ -37,7 +37,7 @@ class BaseManager:
     kind = 'item'      # 'notebook' / 'dialog' / 'workspace': used in messages and argument names
     suffix = '.ipynb'  # the file of item `name` is `name + suffix` unless a path is given
 
-    def __init__(self, root='.', history_size:int=100, save_delay:float=0.2, mpl_format:str|None=None, output_limit:int|None=100_000,
+    def __init__(self, root='.', history_size:int=100, save_delay:float=0.2, mpl_format:str|None='png', output_limit:int|None=100_000,
                  kernel:str|None=None, jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_factory=None,
                  durable:bool=False):
         self.root = Path(root).expanduser().resolve()

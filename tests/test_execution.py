@@ -139,3 +139,11 @@ def test_closing_notebooks_frees_their_kernels(tmp_path):
     grown = psutil.Process().memory_info().rss - base
     assert grown < 10 * 2**20, f'RSS grew by {grown / 2**20:.1f} MiB over 49 notebooks'
     assert m.list_notebooks() == [] and m.list_kernels() == []
+
+def test_managers_show_matplotlib_figures_by_default(tmp_path):
+    "A NotebookManager made without options shows plots inline as png, as the kernels page says (issue 19)"
+    with NotebookManager(tmp_path) as m:
+        m.use_notebook('p', mode='create')
+        m.insert_cell(0, 'code', 'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]);')
+        outs = m.execute_cell(0)['outputs']
+        assert [o['output_type'] for o in outs] == ['display_data'] and 'image/png' in outs[0]['data'], outs

@@ -447,14 +447,21 @@ def test_main_thread_interrupt_from_another_thread():
         assert k.run('1').ok
 
 
-def test_exit_finishes_the_cell_runs_atexit_handlers_then_starts_afresh(tmp_path, kernel):
+def test_exit_ends_the_kernel_as_it_ends_an_ipykernel(tmp_path, kernel):
+    """exit() finishes its cell (ipykernel's ask_exit payload); an ipykernel stops its loop 0.1 s later and its process ends:
+    a run that follows at once still runs (as nbclient's next cells do), a later one finds the kernel dead"""
     flag = tmp_path / 'flag'
-    kernel.run(f'import atexit\nx = "kept until exit"\natexit.register(lambda: open({str(flag)!r}, "w").write(x))')
+    kernel.run(f'import atexit\nx = "kept"\natexit.register(lambda: open({str(flag)!r}, "w").write(x))')
     r = kernel.run('print("bye"); exit(); print("after")')
     assert r.ok and text(r) == 'bye\nafter\n' and [p['source'] for p in r.payload] == ['ask_exit']
-    assert flag.read_text() == 'kept until exit'  # the handler ran while the namespace still existed
+    r = kernel.run('x')
+    assert value(r) == "'kept'" and r.execution_count == 3 and not flag.exists()
+    time.sleep(0.3)
+    r = kernel.run('x')
+    assert r.status == 'dead' and r.outputs[-1]['ename'] == 'DeadKernelError' and 'exit()' in r.outputs[-1]['evalue']
+    assert flag.read_text() == 'kept'  # its exit handlers ran as the kernel ended, namespace still there
     r = kernel.run('"x" in globals()')
-    assert value(r) == 'False' and r.execution_count == 1
+    assert value(r) == 'False' and r.execution_count == 1  # a new kernel
 
 
 def test_close_runs_the_kernels_atexit_handlers_and_not_the_hosts(tmp_path):

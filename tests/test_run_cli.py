@@ -341,7 +341,7 @@ def test_a_dead_kernel_exits_138_and_the_cell_gets_the_error(tmp_path, kernel):
 # What nbclient stores, on both backends (issue 19): nbclient and ipykernel run here, live, for the reference
 
 NBCLIENT_CASES = ['x = 1', ('print("skipped")', ['skip-execution']), '', 'import sys\nsys.exit()', 'print(x)', 'sys.exit(0)',
-                  'raise SystemExit', 'exit()', 'quit()', 'print(x + 1)', 'h = display("a", display_id=True)', 'h.update("b")',
+                  'raise SystemExit', 'print(x + 1)', 'h = display("a", display_id=True)', 'h.update("b")',
                   'from IPython.display import update_display\nupdate_display("c", display_id=h.display_id)\nprint("updated")']
 
 def _cells(nb) -> list:
@@ -366,12 +366,27 @@ def test_allow_errors_stores_what_nbclient_stores(tmp_path, kernel):
     assert r.returncode == 0, r.stderr
     got, want = _cells(read(tmp_path / 'out.ipynb')), _cells(nb)
     assert got == want, [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
-    assert want[1] == (8, [{'output_type': 'stream', 'name': 'stdout', 'text': 'old\n'}]) and want[9][1][0]['text'] == '2\n'
-    assert want[10][1][0]['data']['text/plain'] == "'c'"  # the display of cell 11, updated by cells 12 and 13
+    assert want[1] == (8, [{'output_type': 'stream', 'name': 'stdout', 'text': 'old\n'}]) and want[7][1][0]['text'] == '2\n'
+    assert want[8][1][0]['data']['text/plain'] == "'c'"  # the display of cell 9, updated by cells 10 and 11
     r = hb(src, tmp_path / 'out.ipynb', '-k', kernel)  # without --allow-errors papermill's habit: sys.exit() stops the run, exit 0
-    assert r.returncode == 0 and 'ran 2 of 13 code cells' in r.stderr, r.stderr
+    assert r.returncode == 0 and 'ran 2 of 11 code cells' in r.stderr, r.stderr
     out = read(tmp_path / 'out.ipynb')
     assert out.cells[3].metadata.papermill.status == 'failed' and out.cells[4].execution_count is None and not by_tag(out, 'papermill-error-cell-tag')
+
+@pytest.mark.parametrize('kernel', ['inprocess', 'python3'])
+def test_exit_ends_the_kernel_as_with_nbclient(tmp_path, kernel):
+    "An ipykernel ends 0.1 s after exit(): nbclient runs the cell sent at once, then finds the kernel dead; so does headlesnb run"
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+    src = mk_nb(tmp_path / 'in.ipynb', 'x = 1', 'exit()', 'import time\ntime.sleep(0.5)\nprint(x)', 'print("never")')
+    nb = read(src)
+    with pytest.raises(DeadKernelError):
+        NotebookClient(nb, kernel_name='python3', allow_errors=True, timeout=60, resources={'metadata': {'path': str(tmp_path)}}).execute()
+    assert texts(nb.cells[2]) == '1\n' and nb.cells[3].execution_count is None
+    r = hb(src, tmp_path / 'out.ipynb', '--allow-errors', '-k', kernel)
+    assert r.returncode == 138 and 'cell 4 (id c3) failed: the kernel died' in r.stderr, r.stderr
+    out = read(tmp_path / 'out.ipynb')
+    assert texts(out.cells[2]) == '1\n' and out.cells[3].outputs[-1].ename == 'DeadKernelError' and len(out.cells) == 4
 
 # ---------------------------------------------------------------------------------------------------------------
 # --prepare-only, --report-mode, --cwd
