@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['STRUCTURE_BUDGET', 'REFRESH_EVERY', 'OFF']
 
-# %% ../nbs/14f_structure.ipynb #30279dbb
+# %% ../nbs/14f_structure.ipynb #a097bd1b
 import time
 from pathlib import Path
 from typing import Literal
@@ -15,11 +15,10 @@ from .utils import check_int, check_str
 from .workspace import *
 from . import ws_files, ws_tools  # the file and tool-result windows the tools open
 
-# %% ../nbs/14f_structure.ipynb #f4c4d233
+# %% ../nbs/14f_structure.ipynb #c99b3d1d
 STRUCTURE_BUDGET = 4_000  # tokens of STRUCTURAL_VIEW by default
 REFRESH_EVERY = 1.0       # seconds between two looks at the disk when rendering (tools always look)
-OFF = ("(code map not in use: the structure, open_frame, references, callers, callees, subclasses, imports, search and "
-       "show_structure tools index the code under the root and show its map here)")
+OFF = "(off: the structure, search and open_frame tools map the code under the root here)"
 
 def _init(ws): ws.code_map = dict(on=False, expanded=[], collapsed=[], query='', hits=[])
 
@@ -43,7 +42,7 @@ def codemap(self:Workspace, refresh:bool=True):
         self.code_map['on'] = True; self.save()
     return cm
 
-# %% ../nbs/14f_structure.ipynb #44f0362f
+# %% ../nbs/14f_structure.ipynb #b470af0e
 @patch
 def _node(self:Workspace, cm, path:str) -> str:
     "The tree node `path` names: 'dir/' a folder, 'file.py' a file, 'file.py::Class' a class (a symbol by its name)"
@@ -57,7 +56,7 @@ def _node(self:Workspace, cm, path:str) -> str:
     r = cm.resolve(p)
     return f'{cm.files[r[1]][0]}::{r[2]}'
 
-# %% ../nbs/14f_structure.ipynb #c91712a1
+# %% ../nbs/14f_structure.ipynb #a91c2e1e
 @patch
 def structure(self:Workspace, operation:str, path:str='', query:str='', k:int=20) -> dict:
     "Change STRUCTURAL_VIEW: expand or collapse a folder, file or class (`path`), search it (`query`), or reset it"
@@ -85,7 +84,7 @@ def structure(self:Workspace, operation:str, path:str='', query:str='', k:int=20
         self.save()
         return res
 
-# %% ../nbs/14f_structure.ipynb #3b3f9af4
+# %% ../nbs/14f_structure.ipynb #11900063
 @patch
 def _render_structure(self:Workspace) -> str:
     st = self.code_map
@@ -106,7 +105,7 @@ def _render_structure(self:Workspace) -> str:
             if shown < n['symbols'] else '')
     return '\n'.join(head + [text] + ([tail] if tail else []))
 
-# %% ../nbs/14f_structure.ipynb #e49e034c
+# %% ../nbs/14f_structure.ipynb #7afa1dcd
 @patch
 def open_frame(self:Workspace, name:str) -> dict:
     "Open a file window on the body of the function or class `name` (qualified, or a unique tail); an ambiguous name lists the candidates"
@@ -122,7 +121,7 @@ def open_frame(self:Workspace, name:str) -> dict:
             r = dict(id=w.id, path=w.path, start=w.start, end=w.end, total=w.total)
         return r | dict(frame=s.qname, kind=s.kind, cut=end < s.end)
 
-# %% ../nbs/14f_structure.ipynb #576003f4
+# %% ../nbs/14f_structure.ipynb #fb0fa371
 def _lines_of(ws, path:str) -> list:
     try: return text_lines(read_text(ws.resolve(path), path, ws.mgr.max_file_bytes)[0])
     except HeadlesnbError: return []
@@ -187,7 +186,7 @@ def imports(self:Workspace, module:str) -> dict:
     return dict(module=r['module'], imports=len(r['imports']), imported_by=len(r['imported_by']),
                 id=self.add_tool_result('imports', text, dict(module=module))['id'])
 
-# %% ../nbs/14f_structure.ipynb #60f9e63c
+# %% ../nbs/14f_structure.ipynb #fa2a38aa
 @patch
 def search(self:Workspace, query:str, k:int=10) -> dict:
     "The `k` best symbols and code chunks for `query` (BM25), with scores, in a tool-result window"
@@ -209,7 +208,7 @@ def show_structure(self:Workspace, path:str) -> dict:
     p = syms[0].path if syms else path
     return dict(path=p, symbols=len(syms), id=self.add_tool_result('show_structure', '\n'.join(lines) or '(no symbols)', dict(path=path))['id'])
 
-# %% ../nbs/14f_structure.ipynb #1967eb7c
+# %% ../nbs/14f_structure.ipynb #33117b12
 def _code_tools(ws) -> dict:
     "The code map's model tools of `ws` (made once a workspace): one line back, the content in the workspace"
     if (t := ws.__dict__.get('_code_tools')) is not None: return t
@@ -266,7 +265,7 @@ def _code_tools(ws) -> dict:
                               subclasses=subclasses, imports=imports, search=search, show_structure=show_structure)
     return t
 
-# %% ../nbs/14f_structure.ipynb #0623feb0
+# %% ../nbs/14f_structure.ipynb #a307078b
 add_part('code_map', init=_init, save=_save, restore=_restore, info=lambda ws: dict(code_map=ws.code_map['on']))
 add_section('STRUCTURAL_VIEW', Workspace._render_structure, STRUCTURE_BUDGET, 5)
 for _k in ('structure', 'open_frame', 'references', 'callers', 'callees', 'subclasses', 'imports', 'search', 'show_structure'):

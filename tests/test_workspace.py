@@ -41,8 +41,12 @@ def _tree(d: Path) -> dict:
 # ---------------------------------------------------------------- rendering
 
 GOLDEN = '''---WORKSPACE_STATUS
-tokens: AUGMENTS 4/8000 | FILE_WINDOWS 54/20000 | EDITOR_WINDOWS 33/20000 | TOOL_RESULT_WINDOWS 46/10000 | NOTIFICATIONS 19/2000 | TODOS 9/2000 | total 165
+tokens: STRUCTURAL_VIEW 21/4000 | AUGMENTS 4/8000 | FILE_WINDOWS 54/20000 | EDITOR_WINDOWS 33/20000 | TOOL_RESULT_WINDOWS 46/10000 | NOTIFICATIONS 19/2000 | TODOS 9/2000 | total 186
 ---WORKSPACE_STATUS_END
+
+---STRUCTURAL_VIEW
+(off: the structure, search and open_frame tools map the code under the root here)
+---STRUCTURAL_VIEW_END
 
 ---AUGMENTS
 (none loaded)
@@ -109,7 +113,7 @@ def test_render_golden(ws):
 
 def test_render_empty_and_fresh_window(ws):
     secs = dict(ws.sections())
-    assert list(secs) == ['WORKSPACE_STATUS', 'AUGMENTS', 'FILE_WINDOWS', 'EDITOR_WINDOWS', 'TOOL_RESULT_WINDOWS', 'NOTIFICATIONS', 'TODOS']
+    assert list(secs) == ['WORKSPACE_STATUS', 'STRUCTURAL_VIEW', 'AUGMENTS', 'FILE_WINDOWS', 'EDITOR_WINDOWS', 'TOOL_RESULT_WINDOWS', 'NOTIFICATIONS', 'TODOS']
     assert secs['FILE_WINDOWS'] == '(no file windows open)' and secs['TODOS'] == '(none)'
     ws.open_range('a.py', 2)  # to the end, clamped; an empty line renders without a trailing space
     assert dict(ws.sections())['FILE_WINDOWS'] == ('---FILE_WINDOW_f1\n**file**: a.py\n**lines**: 2-4 of 4\n**type**: range\n\n'
