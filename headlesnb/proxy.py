@@ -219,7 +219,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def reply(self, status:int, body:bytes, headers=()):
         "A whole answer in one write"
         head = [f'HTTP/1.1 {status} {http.server.BaseHTTPRequestHandler.responses.get(status, ("",))[0]}']
-        head += [f'{k}: {v}' for k, v in headers] + [f'content-length: {len(body)}']
+        head += [f'{k}: {v}' for k, v in headers] + [f'content-length: {len(body)}'] + (['connection: close'] if self.close_connection else [])
         self.wfile.write(('\r\n'.join(head) + '\r\n\r\n').encode('latin-1') + (b'' if self.command == 'HEAD' else body))
 
     def api_error(self, status:int, message:str, type:str='api_error'):
