@@ -287,7 +287,8 @@ async def read_cell(self:NotebookTools, cell_index:_CellRef=None,
         blocks = [TextContent(type='text', text=head), TextContent(type='text', text=cap_text(d['source'], self.opts.text_limit))]
         blocks += format_outputs(d.get('outputs') or [], self.opts, merge=False)
         items = block_items(blocks)
-        return answer(*blocks, cell_id=d['id'], result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items))
+        return answer(*blocks, cell_id=d['id'], result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items),
+                      index=d['index'], id=d['id'], hash=d['hash'])  # (headlesnb's fields beside jupyter-mcp-server's)
     return await self._do(lambda: self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), include_outputs, notebook_name), fmt)
 
 @patch
@@ -361,7 +362,8 @@ async def insert_cell(self:NotebookTools, cell_index:_Pos,
             return d
     def fmt(d):
         return answer(f"Cell inserted successfully at index {d['index']} ({d['cell_type']})!\nid {d['id']}, hash {d['hash']}\n"
-                      f"Notebook now has {d['total']} cells, showing surrounding cells:\n{cells_table(d['around'])}", cell_id=d['id'])
+                      f"Notebook now has {d['total']} cells, showing surrounding cells:\n{cells_table(d['around'])}", cell_id=d['id'],
+                      index=d['index'], id=d['id'], hash=d['hash'])
     return await self._do(call, fmt)
 
 @patch
@@ -369,7 +371,7 @@ async def overwrite_cell_source(self:NotebookTools, cell_source:Annotated[str, F
         cell_index:_CellRef=None, notebook_name:_NbName=None, expected_hash:_Hash=None, cell_id:_CellId=None) -> CallToolResult:
     "Replace a cell's whole source (outputs kept). Returns the diff and the new hash."
     def fmt(d): return answer(cap_text(f"Cell {d['index']} overwritten successfully!\nid {d['id']}, hash now {d['hash']}\n{d['diff'] or '(no change)'}".rstrip(),
-                                       self.opts.text_limit), cell_id=d['id'])
+                                       self.opts.text_limit), cell_id=d['id'], index=d['index'], id=d['id'], hash=d['hash'])
     return await self._do(lambda: self.nm.overwrite_cell_source(self._cell(cell_index, cell_id, notebook_name), cell_source, notebook_name, expected_hash), fmt)
 
 @patch
@@ -380,7 +382,7 @@ async def edit_cell_source(self:NotebookTools,
         notebook_name:_NbName=None, expected_hash:_Hash=None, cell_id:_CellId=None) -> CallToolResult:
     "Replace an exact string in a cell's source. Returns the diff and the new hash."
     def fmt(d): return answer(cap_text(f"Cell {d['index']} edited successfully!\nid {d['id']}, hash now {d['hash']}: {_plural(d['replacements'], 'replacement')}\n{d['diff']}".rstrip(),
-                                       self.opts.text_limit), cell_id=d['id'])
+                                       self.opts.text_limit), cell_id=d['id'], index=d['index'], id=d['id'], hash=d['hash'])
     return await self._do(lambda: self.nm.edit_cell_source(self._cell(cell_index, cell_id, notebook_name), old_string, new_string, replace_all, notebook_name, expected_hash), fmt)
 
 @patch
@@ -523,7 +525,8 @@ def _fmt_outputs(self:ToolGroup, r:dict, what:str, timeout:float, t0:float) -> C
     else: end = f"[{r['status'].upper()}]"
     blocks.append(TextContent(type='text', text=f"{end}\n{run_header(what, r, timeout)}"))
     items = block_items(blocks)
-    return answer(*blocks, cell_id=r.get('id'), result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items))
+    return answer(*blocks, cell_id=r.get('id'), result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items),
+                  status=r['status'], execution_count=r.get('execution_count'))
 
 @patch
 def _fmt_run(self:ToolGroup, r:dict, what:str, timeout:float, outputs:list|None=None) -> list:

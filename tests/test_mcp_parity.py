@@ -155,6 +155,7 @@ def test_a_session_as_jms_2_2_clients_talk(tmp_path):
             res = await s.call_tool('execute_cell', dict(cell_id=cid))
             assert [type(b).__name__ for b in res.content] == ['ImageContent', 'TextContent', 'TextContent']
             assert res.structured_content['images'] == 1 and res.structured_content['outputs'][0]['type'] == 'image'
+            assert (res.structured_content['status'], res.structured_content['execution_count']) == ('ok', 2)  # ours, beside JMS's fields
             res = await s.call_tool('read_cell', dict(cell_id=code))
             assert [b.text for b in res.content][0].startswith('=====Cell 1 | type: code | execution count: 1=====')
             assert [b.text for b in res.content][1:] == ['print("hi")\nx = 6 * 7\nx', 'hi', '42']
