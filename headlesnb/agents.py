@@ -220,6 +220,8 @@ def abort(self:AgentManager, id) -> dict:
     below = sorted((i for i in ids if i != id), key=lambda i: (i.count('.'), id_key(i)))
     aborted = [id] * top + [i for i in below if self.store.transition(i, 'aborted', activity='')]
     self._stop([self.store.load(i) for i in ids], id, halted)
+    if top:  # the top's state was written to be seen at once; now it is flushed to disk too, before abort answers
+        with self.store.lock(id): self.store.write(id, 'state', 'aborted', durable=True)
     return dict(aborted=sorted(aborted, key=id_key), finished=sorted(set(ids) - set(aborted), key=id_key))
 
 @patch
