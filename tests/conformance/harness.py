@@ -9,13 +9,17 @@ Comparison normalises what changes from one run to the next (see `normalise`) an
 of outputs, their types, mime bundles, metadata, stream names, tracebacks (with their colour codes) and
 execution counts must match.
 
+nbclient's runs (the references) are made in the same environment as the runs they are compared with, and cached
+under ~/.cache/headlesnb/conformance/FINGERPRINT/ (FINGERPRINT: Python and every installed distribution's version;
+each file names its notebook's digest), so an upgrade or an edited notebook gets new ones (`make_refs`).
+
 Usable as a script:
     python tests/conformance/harness.py [--before] [NOTEBOOK ...]   # compare (all notebooks by default)
 `--backend=NAME` picks a kernel of FACTORIES (default inprocess); `--full` shows where outputs differ.
 `--before` uses the in-process kernel's pre-conformance constructor arguments (for a headlesnb that lacks
 `output_limit=None` and `main_thread`): that is how the "before" figure was measured against main.
 """
-import asyncio, contextlib, copy, hashlib, json, os, re, shutil, sys, tempfile, time
+import contextlib, functools, hashlib, json, os, queue, re, shutil, subprocess, sys, tempfile, threading, time, traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,7 +27,8 @@ HERE = Path(__file__).resolve().parent
 # an installed spec may add -Xfrozen_modules=off (for the debugger), which changes how tracebacks through the
 # standard library read. jupyter_client runs "python" as this very interpreter.
 os.environ['JUPYTER_PATH'] = os.pathsep.join(filter(None, [str(HERE / 'jupyter'), os.environ.get('JUPYTER_PATH')]))
-CORPUS, PROBES, REFS = HERE / 'corpus', HERE / 'probes', HERE / 'refs'
+CORPUS, PROBES = HERE / 'corpus', HERE / 'probes'
+REF_FORMAT = 1  # raise it when run_nbclient stores its runs differently: every cached reference is then made again
 CELL_TIMEOUT = 60
 # Both kernels' processes get one string hash seed: set orders (in reprs, and inside IPython's traceback
 # rendering, which picks the context lines it shows through sets) would otherwise vary from run to run.
@@ -59,8 +64,12 @@ VOLATILE_CELLS = {
     'nbclient/binder/empty_notebook.ipynb': {2: 'a DataFrame of np.random.randn numbers', 6: 'a plot of them'},
 }
 
-# Per-notebook timeouts (seconds per cell) where the default would make the suite slow.
-TIMEOUTS = {}
+# Per-notebook timeouts (seconds per cell) where the default does not fit.
+TIMEOUTS = {'ipython/examples/IPython Kernel/Beyond Plain Python.ipynb': 300}  # %timeit cells: over 60 s on a loaded machine
+
+# Notebooks whose nbclient run takes much longer than most (seconds, roughly): make_refs starts them first.
+SLOW = {'ipython/examples/IPython Kernel/Beyond Plain Python.ipynb': 35, 'ipython/examples/IPython Kernel/Cell Magics.ipynb': 25,
+        'ipython/examples/IPython Kernel/Animations Using clear_output.ipynb': 20, 'execnb/nbs/00_shell.ipynb': 15}
 
 # Cells whose output an in-process kernel cannot give as Jupyter does, per notebook: {cell index: why}.
 # The test checks that exactly these cells differ, so a fixed difference (or a new one) is noticed.
@@ -99,7 +108,31 @@ def _key(rel:str) -> str:
 
 def digest(rel:str) -> str: return hashlib.sha256((HERE / rel).read_bytes()).hexdigest()[:16]
 
-def ref_path(rel:str) -> Path: return REFS / (_key(rel).replace('/', '__').removesuffix('.ipynb') + '.json')
+@functools.cache
+def environment() -> dict:
+    """What nbclient's runs depend on besides the notebook: the Python, and every installed distribution (IPython,
+    ipykernel, jupyter_client, nbclient, pygments, pandas, matplotlib, ... and whatever a notebook imports)"""
+    from importlib.metadata import distributions
+    dists = {f"{d.metadata['Name']}=={d.version}".lower().replace('_', '-') for d in distributions() if d.metadata['Name']}
+    return {'format': REF_FORMAT, 'python': sys.version, 'distributions': sorted(d for d in dists if not d.startswith('headlesnb=='))}
+
+def refs_dir() -> Path:
+    "The cache of nbclient's runs for this environment (its fingerprint names the folder)"
+    env = environment()
+    fp = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:16]
+    d = Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'headlesnb' / 'conformance' / fp
+    if not (d / 'environment.json').exists():  # says what the fingerprint stands for
+        d.mkdir(parents=True, exist_ok=True)
+        _write_atomic(d / 'environment.json', json.dumps(env, indent=1) + '\n')
+    return d
+
+def ref_path(rel:str) -> Path: return refs_dir() / f"{_key(rel).replace('/', '__').removesuffix('.ipynb')}-{digest(rel)}.json"
+
+def _write_atomic(path:Path, text:str):
+    "Readers (another test session, another worker) see the whole file or none"
+    tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 @contextlib.contextmanager
 def _workdir(rel:str):
@@ -184,8 +217,9 @@ _SUBS = [  # (pattern, replacement), applied to every string of every output, in
     (re.compile(r'/tmp/tmp[\w-]+'), '/tmp/TMP'),                           # tempfile names
     (re.compile(r'0x[0-9a-fA-F]{6,16}'), '0xADDR'),                        # memory addresses in reprs
     (re.compile(r'\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(\+\d\d:\d\d|Z)?'), 'DATETIME'),
-    (re.compile(r'(CPU times: |Wall time: |user |sys: |total: )[\d.]+(?:e[+-]\d+)? ?(ns|µs|us|ms|s|min)\b'), r'\1T'),
-    (re.compile(r'[\d.]+(?:e[+-]\d+)? ?(ns|µs|us|ms|s) ± [\d.]+(?:e[+-]\d+)? ?(ns|µs|us|ms|s) per loop \(mean ± std\. dev\. of \d+ runs?, [\d,]+ loops? each\)'), 'TIMEIT'),
+    # times (µs: IPython 8's micro sign, μs: IPython 9's Greek mu)
+    (re.compile(r'(CPU times: |Wall time: |user |sys: |total: )[\d.]+(?:e[+-]\d+)? ?(ns|µs|μs|us|ms|s|min)\b'), r'\1T'),
+    (re.compile(r'[\d.]+(?:e[+-]\d+)? ?(ns|µs|μs|us|ms|s) ± [\d.]+(?:e[+-]\d+)? ?(ns|µs|μs|us|ms|s) per loop \(mean ± std\. dev\. of \d+ runs?, [\d,]+ loops? each\)'), 'TIMEIT'),
     (re.compile(r'kernel-[0-9a-f-]{36}\.json'), 'kernel-ID.json'),         # connection files
     (re.compile(r'"(shell|iopub|stdin|control|hb)_port": \d+'), r'"\1_port": PORT'),  # %connect_info (a kernel process's ports)
     (re.compile(r'"key": "[0-9a-f-]+"'), '"key": "KEY"'),
@@ -209,17 +243,21 @@ def _norm(v, wd):
 
 def normalise_outputs(outputs:list, wd) -> list:
     """Outputs with volatile text replaced, each text joined from its lines, `traceback` kept as a list, and
-    consecutive stream outputs of the same name merged: where ipykernel splits a stream depends on timing
-    (it sends buffered text every 0.2 s), so the split itself varies from run to run"""
-    wd, res = str(wd) if wd else None, []
+    consecutive stream outputs of the same name merged (before the text is normalised, as a path may be cut in
+    two): where ipykernel splits a stream depends on timing (it sends buffered text every 0.2 s), so the split
+    itself varies from run to run"""
+    wd, merged, res = str(wd) if wd else None, [], []
+    join = lambda t: t if isinstance(t, str) else ''.join(t)
     for o in outputs:
+        if o['output_type'] == 'stream' and merged and merged[-1]['output_type'] == 'stream' and merged[-1]['name'] == o['name']:
+            merged[-1] = {**merged[-1], 'text': join(merged[-1]['text']) + join(o['text'])}
+        else: merged.append(o)
+    for o in merged:
         o = dict(o)
         tb = o.pop('traceback', None)
         o = _norm(o, wd)
         if tb is not None: o['traceback'] = [_norm_str(x, wd) for x in tb]
-        if o['output_type'] == 'stream' and res and res[-1]['output_type'] == 'stream' and res[-1]['name'] == o['name']:
-            res[-1] = {**res[-1], 'text': res[-1]['text'] + o['text']}
-        else: res.append(o)
+        res.append(o)
     return res
 
 def streams_apart(run:dict) -> dict:
@@ -272,14 +310,55 @@ def diff(ref:dict, got:dict, rel:str|None=None) -> dict:
     return d
 
 def load_ref(rel:str) -> dict|None:
+    "nbclient's run of `rel` in this environment, if cached"
     p = ref_path(rel)
-    if not p.exists(): return None
-    ref = json.loads(p.read_text())
-    return ref if ref.get('digest') == digest(rel) else None
+    return json.loads(p.read_text()) if p.exists() else None
 
 def save_ref(rel:str, run:dict):
-    REFS.mkdir(exist_ok=True)
-    ref_path(rel).write_text(json.dumps({'notebook': _key(rel), 'digest': digest(rel), **run}, indent=1, ensure_ascii=False) + '\n')
+    _write_atomic(ref_path(rel), json.dumps({'notebook': _key(rel), 'digest': digest(rel), **run}, indent=1, ensure_ascii=False) + '\n')
+
+def make_refs(rels:list, jobs:int|None=None, progress=None) -> dict:
+    """Run each notebook of `rels` through nbclient and cache the runs: `jobs` worker processes (default: one per
+    core) take the notebooks one at a time, slowest first. Workers are processes of their own because nbformat,
+    which nbclient imports, must stay out of the processes that run in-process kernels (see `_read`); each one
+    runs many notebooks, as importing nbclient costs seconds. Returns {notebook: why} for those that failed;
+    calls `progress(rel, seconds)` after each."""
+    todo, failed = queue.SimpleQueue(), {}
+    for rel in sorted(rels, key=lambda r: -SLOW.get(_key(r), 0)): todo.put(rel)
+    def work():
+        p = log = None
+        try:
+            while True:
+                try: rel = todo.get_nowait()
+                except queue.Empty: return
+                if p is None:
+                    log = tempfile.TemporaryFile('w+')
+                    p = subprocess.Popen([sys.executable, __file__, '--nbclient'], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=log, text=True, cwd=HERE)
+                t = time.monotonic()
+                p.stdin.write(rel + '\n'); p.stdin.flush()
+                if not (reply := p.stdout.readline()):  # the worker died: the next notebook gets a new one
+                    log.seek(0); failed[rel] = f'the nbclient worker died (exit {p.wait()}):\n{log.read()[-4000:]}'
+                    log.close(); p = log = None
+                elif reply != 'ok\n': failed[rel] = json.loads(reply)
+                if progress: progress(rel, time.monotonic() - t)
+        finally:
+            if p is not None: p.stdin.close(); p.wait()
+            if log is not None: log.close()
+    workers = [threading.Thread(target=work) for _ in range(jobs or os.cpu_count() or 1)]
+    for w in workers: w.start()
+    for w in workers: w.join()
+    return failed
+
+def _nbclient_worker():
+    "make_refs' worker: reads notebook names, one a line; caches nbclient's run of each; answers ok or the error (JSON)"
+    reply = os.fdopen(os.dup(1), 'w')
+    os.dup2(2, 1)  # anything else printed goes to the log
+    for line in sys.stdin:
+        rel = line.rstrip('\n')
+        try: save_ref(rel, run_nbclient(rel)); reply.write('ok\n')
+        except Exception: reply.write(json.dumps(f'nbclient failed: {traceback.format_exc()[-4000:]}') + '\n')
+        reply.flush()
 
 def inprocess_factory(before:bool=False):
     "The in-process kernel as `headlesnb run` makes it (png figures like ipykernel's default, no output cap, main thread)"
@@ -303,7 +382,7 @@ def run_isolated(rel:str, backend:str='inprocess', timeout:float|None=None) -> d
         out = Path(tmp) / 'run.json'
         args = [sys.executable, __file__, '--run', backend, rel, str(out)] + ([f'--timeout={timeout}'] if timeout else [])
         p = subprocess.run(args, capture_output=True, text=True, cwd=tmp, timeout=1800, env={**os.environ, 'PYTHONHASHSEED': HASH_SEED})
-        if not out.exists(): raise RuntimeError(f'{rel} ({backend}) failed:\n{p.stderr[-4000:]}')
+        if not out.exists(): raise RuntimeError(f'{rel} ({backend}) failed (exit {p.returncode}):\n{p.stderr[-4000:]}{p.stdout[-2000:]}')
         return json.loads(out.read_text())  # after a cell that killed the process: the cells before it, error HostDied
 
 def _first_difference(a, b, path='') -> str:
@@ -329,6 +408,7 @@ def describe(diffs:dict, rel:str, ref:dict, got:dict, full=False) -> str:
     return '\n'.join(lines)
 
 def main(argv):
+    if argv[:1] == ['--nbclient']: return _nbclient_worker()
     if argv[:1] == ['--run']:  # the child of run_isolated: --run BACKEND NOTEBOOK OUT [--timeout=S]
         t = next((float(a.split('=')[1]) for a in argv if a.startswith('--timeout=')), None)
         out = Path(argv[3])
@@ -338,10 +418,13 @@ def main(argv):
     full = '--full' in argv
     backend = 'inprocess-before' if '--before' in argv else next((a.split('=')[1] for a in argv if a.startswith('--backend=')), 'inprocess')
     names = [a for a in argv if not a.startswith('--')] or notebooks()
+    if missing := [r for r in names if load_ref(r) is None]:
+        print(f'making nbclient references for {len(missing)} notebooks in {refs_dir()}', flush=True)
+        for rel, why in make_refs(missing).items(): print(f'{rel}: {why}')
     same, differ = [], {}
     for rel in names:
         ref = load_ref(rel)
-        if ref is None: print(f'{rel}: no reference (run make_refs.py)'); continue
+        if ref is None: continue
         t = time.monotonic()
         got = run_isolated(rel, backend)
         d = diff(ref, got, rel)

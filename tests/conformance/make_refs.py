@@ -1,19 +1,22 @@
-"""Regenerate the cached nbclient (ipykernel) runs in refs/ for notebooks whose reference is missing or stale.
+"""Make nbclient's (ipykernel's) runs of the conformance notebooks: the references the suite compares with.
 
-    python tests/conformance/make_refs.py [--all] [NOTEBOOK ...]
+    python tests/conformance/make_refs.py [--all] [-jN] [NOTEBOOK ...]
 
-Run it after changing the corpus or the probes (the test refuses a reference whose notebook digest differs),
-or with --all after upgrading ipykernel/IPython. It runs outside pytest, as a user's Jupyter would."""
+They are cached for this environment (see harness.refs_dir) and made by the test session itself when missing, so
+this is only needed to make them ahead of time, or again (--all). -jN runs N notebooks at a time (default: one
+per core). It runs outside pytest, as a user's Jupyter would."""
 import sys, time
-from harness import notebooks, load_ref, run_nbclient, save_ref
+from harness import notebooks, load_ref, make_refs, refs_dir
 
 def main(argv):
-    names = [a for a in argv if not a.startswith('--')] or notebooks()
-    for rel in names:
-        if '--all' not in argv and load_ref(rel) is not None: continue
-        t = time.monotonic()
-        run = run_nbclient(rel)
-        save_ref(rel, run)
-        print(f'{rel}: {sum(c is not None for c in run["cells"])} cells run, ended {run["error"] or "normally"} ({time.monotonic() - t:.1f}s)', flush=True)
+    names = [a for a in argv if not a.startswith('-')] or notebooks()
+    jobs = next((int(a[2:]) for a in argv if a.startswith('-j')), None)
+    todo = names if '--all' in argv else [r for r in names if load_ref(r) is None]
+    print(f'{len(todo)} of {len(names)} notebooks to run through nbclient, into {refs_dir()}', flush=True)
+    t = time.monotonic()
+    failed = make_refs(todo, jobs, progress=lambda rel, s: print(f'{rel}: {s:.1f}s', flush=True))
+    for rel, why in failed.items(): print(f'{rel}: {why}')
+    print(f'{len(todo) - len(failed)} made, {len(failed)} failed, in {time.monotonic() - t:.0f}s')
+    return 1 if failed else 0
 
-if __name__ == '__main__': main(sys.argv[1:])
+if __name__ == '__main__': sys.exit(main(sys.argv[1:]))

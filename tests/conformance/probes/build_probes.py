@@ -1,7 +1,7 @@
 """Writes the probe notebooks: one per behaviour in which an in-process kernel used to differ from Jupyter
 (issue 14). Each is run by nbclient (for the reference) and by headlesnb, and compared cell by cell.
 
-    python tests/conformance/probes/build_probes.py      # then: python tests/conformance/make_refs.py
+    python tests/conformance/probes/build_probes.py      # the tests make their nbclient references anew
 """
 from pathlib import Path
 import nbformat
