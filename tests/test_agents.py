@@ -216,7 +216,9 @@ def test_setup_merges_into_claude_settings(tmp_path):
     (cfg / 'settings.json').write_text(json.dumps(dict(model='opus', permissions=dict(allow=['Bash(ls:*)']),
         hooks=dict(PreToolUse=[dict(matcher='Bash', hooks=[dict(type='command', command='audit.sh')])]))))
     env = dict(os.environ, CLAUDE_CONFIG_DIR=str(cfg))
-    r = hnb('setup', env=env, check=True)
+    proj = ['--project', str(tmp_path)]  # its CLAUDE.md goes here, not into the checkout the tests run from
+    r = hnb('setup', *proj, env=env, check=True)
+    assert (tmp_path / 'CLAUDE.md').exists()
     assert 'added PreToolUse, Stop, UserPromptSubmit, Notification' in r.stdout and 'tmux: found' in r.stdout
     s = json.loads((cfg / 'settings.json').read_text())
     assert s['model'] == 'opus' and s['permissions'] == dict(allow=['Bash(ls:*)'])
@@ -224,10 +226,10 @@ def test_setup_merges_into_claude_settings(tmp_path):
     assert {e: [h['hooks'][0]['command'] for h in s['hooks'][e]][-1] for e in ('Stop', 'UserPromptSubmit', 'Notification')} == \
         dict(Stop='headlesnb hook stop', UserPromptSubmit='headlesnb hook task', Notification='headlesnb hook notify')
     before = (cfg / 'settings.json').read_text()
-    assert 'already installed' in hnb('setup', env=env, check=True).stdout
+    assert 'already installed' in hnb('setup', *proj, env=env, check=True).stdout
     assert (cfg / 'settings.json').read_text() == before
     (cfg / 'settings.json').write_text('{"hooks": ')
-    r = hnb('setup', env=env)
+    r = hnb('setup', *proj, env=env)
     assert r.returncode == 1 and 'not valid JSON' in r.stderr and (cfg / 'settings.json').read_text() == '{"hooks": '
 
 
