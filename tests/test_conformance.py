@@ -7,7 +7,7 @@ at once, one per core) and cached per environment (harness.refs_dir): a second s
 anything installed or an edited notebook makes new ones. A small sample is run through nbclient again to check
 that nbclient's runs, once normalised, do not change from one run to the next (the cache relies on it). headlesnb's
 runs start together too, one per core, each in its own process, and each test compares one when it is done."""
-import os, sys, time
+import contextlib, os, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,16 +32,23 @@ def _selected(session) -> list:
     return [(it.callspec.params['backend'], it.callspec.params['rel']) for it in session.items
             if it.path == Path(__file__) and it.originalname == 'test_notebook_comes_out_as_nbclient_runs_it']
 
+def _say(request, line:str):
+    "A progress line on the terminal, past pytest's capture (making the references takes minutes)"
+    plugins = request.config.pluginmanager
+    tr, cm = plugins.get_plugin('terminalreporter'), plugins.get_plugin('capturemanager')
+    if tr is None: return
+    with cm.global_and_fixture_disabled() if cm else contextlib.nullcontext(): tr.write_line(line)
+
 @pytest.fixture(scope='session')
 def reference(request):
     "`reference(rel)`: nbclient's run of a notebook; the first use makes, in parallel, those the cache lacks of every selected test"
     missing = [r for r in dict.fromkeys(rel for _, rel in _selected(request.session)) if harness.load_ref(r) is None]
-    failed, say = {}, request.config.pluginmanager.get_plugin('terminalreporter')
+    failed = {}
     if missing:
         t = time.monotonic()
-        if say: say.write_line(f'conformance: running {len(missing)} notebooks through nbclient, into {harness.refs_dir()}')
+        _say(request, f'conformance: running {len(missing)} notebooks through nbclient, into {harness.refs_dir()}')
         failed = harness.make_refs(missing)
-        if say: say.write_line(f'conformance: nbclient references made in {time.monotonic() - t:.0f}s, {len(failed)} failed')
+        _say(request, f'conformance: nbclient references made in {time.monotonic() - t:.0f}s, {len(failed)} failed')
     def get(rel):
         if rel in failed: pytest.fail(f'{rel}: {failed[rel]}')
         if harness.load_ref(rel) is None and (err := harness.make_refs([rel]).get(rel)): pytest.fail(f'{rel}: {err}')  # not selected
