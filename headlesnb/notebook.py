@@ -15,6 +15,7 @@ from .document import mk_cell
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .utils import text_diff, content_hash, check_hash, hash_list
 from .base import BaseManager
+from .paths import check_name
 
 # %% ../nbs/10_notebook.ipynb #83dec1a7
 def cell_pos(doc, ref) -> int:
@@ -58,6 +59,7 @@ class NotebookManager(BaseManager):
     def _second_name(self, name, path, mode:str):
         "The notebook `name` is a second name for: the one already open (under another name) at `path`, else None"
         if not isinstance(name, str) or name in self._items or mode != 'connect': return None
+        check_name(name, 'notebook name')  # a bad name is refused as such, before its path is looked at
         full = self.resolve(path if path is not None else (name if name.endswith(self.suffix) else f'{name}{self.suffix}'), 'notebook path')
         it = next((i for i in self._items.values() if i.path == full), None)
         if name in self.aliases and (it is None or it.name != self.aliases[name]):
