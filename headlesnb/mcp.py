@@ -936,7 +936,6 @@ def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions, default:
     "Add a `WorkspaceManager`'s tools (one per container, with an `operation` argument), `tool_results` and `workspace_view` to `srv`; `default`: the workspace they act on unless told; `shell`: offer the shell tool"
     from headlesnb.workspace import Workspace, TOOL_NAMES
     from headlesnb.paths import check_name
-    from headlesnb import proxy  # its part and tool: tool results closed by tool_use id, which headlesnb proxy stubs
     wm, default = workspace, check_name(default, 'workspace name')
     opt_in = ('tool_results', *(('shell',) if shell else ()))
     template = Workspace(wm, default, wm.root / 'default.workspace.json').tools(opt_in=opt_in)  # for the signatures only: writes nothing

@@ -6,7 +6,7 @@
 __all__ = ['MAX_TOOL_OUTPUT', 'ToolWindow']
 
 # %% ../nbs/14c_tool_results.ipynb #7b7420a7
-import functools, json, subprocess, time
+import functools, json, re, subprocess, time
 from dataclasses import dataclass, field
 from typing import Literal
 from fastcore.basics import patch
@@ -155,3 +155,41 @@ add_section('TOOL_RESULT_WINDOWS', Workspace._render_tools, 10_000, 40)
 add_tool('tool_windows', Workspace._tool_windows)
 add_tool('grep', Workspace._tool_grep)
 add_tool('shell', Workspace._tool_shell, opt_in=True)
+
+# %% ../nbs/14c_tool_results.ipynb #19df140e
+_TOOL_USE_ID = re.compile(r'[A-Za-z0-9_-]{1,128}')
+
+def _check_ids(ids) -> list:
+    ids = id_list(ids)
+    if bad := [i for i in ids if not _TOOL_USE_ID.fullmatch(i)]: raise BadArgumentError(f"not a tool_use id: {bad[0][:100]!r} (ids look like toolu_01AbC...)")
+    return ids
+
+@patch
+def close_results(self:Workspace, ids, closed:bool=True) -> dict:
+    "Mark tool results of the message history closed (or reopened) by their `tool_use` ids; `headlesnb proxy` shows closed ones as one-line stubs"
+    ids = _check_ids(ids)
+    ws = self
+    with ws.lock:
+        changed = [i for i in ids if (i in ws.closed_results) != closed]
+        for i in changed:
+            if closed: ws.closed_results.append(i)
+            else: ws.closed_results.remove(i)
+        if changed: ws.save()
+        return dict(changed=changed, unchanged=[i for i in ids if i not in changed])
+
+def _tool_results(ws:Workspace):
+    def tool_results(operation: Literal['close', 'reopen'],  # what to do
+                     ids: str,  # comma-separated tool_use ids (as in your history, e.g. toolu_01AbC...)
+                    ):
+        """Close earlier tool results you no longer need, by their tool_use ids: from your next request on, each shows
+        as a one-line stub (its size, how to reopen it), and stops costing tokens. Reopen shows them in full again."""
+        r = ws.close_results(ids, operation == 'close')
+        done = 'closed' if operation == 'close' else 'reopened'
+        res = f"{done} {', '.join(r['changed']) or 'nothing'}"
+        return res + (f" (already {done}: {', '.join(r['unchanged'])})" if r['unchanged'] else '') + (': effective from your next request' if r['changed'] else '')
+    return tool_results
+
+add_part('closed_results', init=lambda ws: setattr(ws, 'closed_results', []), save=lambda ws: dict(closed_results=ws.closed_results),
+         restore=lambda ws, d: ws.closed_results.extend(map(str, d.get('closed_results', []))),
+         info=lambda ws: dict(closed_results=len(ws.closed_results)))
+add_tool('tool_results', _tool_results, opt_in=True)

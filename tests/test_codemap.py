@@ -230,9 +230,10 @@ def test_workspace_off_costs_nothing(tmp_path):
     code = textwrap.dedent(f"""
         import sys, headlesnb
         from headlesnb.workspace import WorkspaceManager
+        from headlesnb.ws_structure import OFF
         ws = WorkspaceManager({str(tmp_path)!r}).open_workspace('w')
         text = dict(ws.sections())['STRUCTURAL_VIEW']
-        assert text.startswith('(code map not in use'), text
+        assert text == OFF, text
         print(sorted(m for m in sys.modules if m.split('.')[0] in ('tree_sitter', 'tree_sitter_language_pack', 'bm25s', 'networkx', 'scipy')))
         """)
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
