@@ -23,8 +23,11 @@ def _parser():
     return p
 
 def main(argv=None) -> int:
-    "Entry point of the `headlesnb` command"
-    argv = sys.argv[1:] if argv is None else list(argv)
+    "Entry point of the `headlesnb` command: Ctrl-C at any moment (even while a server starts) exits quietly with 130"
+    try: return _dispatch(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt: return 130
+
+def _dispatch(argv:list) -> int:
     if argv and argv[0] == 'run':
         from headlesnb.run import run_main
         return run_main(argv[1:])
