@@ -214,6 +214,7 @@ def run_kernel(rel:str, make_kernel, timeout:float|None=None, progress=None) -> 
 _SUBS = [  # (pattern, replacement), applied to every string of every output, in order
     (re.compile(r'/tmp/ipykernel_\d+/'), '/tmp/ipykernel_PID/'),           # ipykernel's cell files name the pid
     (re.compile(r'(~|/)[^\s\x1b\'"]*?/site-packages/'), 'SITE/'),            # where packages are installed (a venv, ~/.pyenv, ...)
+    (re.compile(r'(~|/)[^\s\x1b\'"]*?/bin/'), 'BIN/'),                      # where their commands are (a venv's bin/: references outlive the venv)
     (re.compile(r'/tmp/tmp[\w-]+'), '/tmp/TMP'),                           # tempfile names
     (re.compile(r'0x[0-9a-fA-F]{6,16}'), '0xADDR'),                        # memory addresses in reprs
     (re.compile(r'\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(\+\d\d:\d\d|Z)?'), 'DATETIME'),
