@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['HEADER', 'SECRET_HEADERS', 'HOP_HEADERS', 'DEFAULT_UPSTREAM', 'MAX_REQUEST', 'TOKEN_ENV', 'ReadOnlyWorkspace',
-           'WorkspaceReader', 'stub', 'inject', 'activity', 'redact', 'RequestLog', 'error_json', 'Proxy',
+           'WorkspaceReader', 'stub', 'inject', 'activity', 'redact', 'RequestLog', 'error_json', 'Upstream', 'Proxy',
            'check_upstream', 'ProxyServer', 'serve', 'setup_proxy', 'setup_proxy_main', 'proxy_parser', 'proxy_main']
 
 # %% ../nbs/30_proxy.ipynb #3385e59f
-import argparse, http.server, itertools, json, os, re, socket, socketserver, sys, threading, time
+import argparse, base64, http.client, http.server, itertools, json, os, re, select, socket, socketserver, sys, threading, time, uuid
 from collections import deque
 from pathlib import Path
 from fastcore.basics import patch
@@ -157,14 +157,76 @@ def _nodelay(sock):
     try: sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except OSError: pass  # not TCP (a test's socketpair)
 
-def _upstream_transport(upstream:str):
-    "httpx's connection pool to the upstream (through the proxy the environment names for it, if any)"
-    import httpx, urllib.request
-    from urllib.parse import urlsplit
-    u = urlsplit(upstream)
-    via = None if urllib.request.proxy_bypass(u.hostname or '') else urllib.request.getproxies().get(u.scheme)
-    return httpx.HTTPTransport(proxy=via, retries=0, limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-                               socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+def _alive(sock) -> bool:
+    "An idle kept-open connection the upstream has not closed (nothing to read on it: no end of file, no stray bytes)"
+    try:
+        if hasattr(select, 'poll'):
+            p = select.poll(); p.register(sock, select.POLLIN)
+            return not p.poll(0)
+        return not select.select([sock], [], [], 0)[0]
+    except (OSError, ValueError): return False
+
+class Upstream:
+    "Kept-open HTTP/1.1 connections to the upstream API (through the http:// proxy the environment names for it, if any)"
+    def __init__(self, url:str, timeout:float=600.0, connect_timeout:float=10.0, keep:int=32):
+        import urllib.request
+        from urllib.parse import urlsplit, unquote
+        u = urlsplit(check_upstream(url))
+        self.https, self.host, self.port, self.prefix = u.scheme == 'https', u.hostname, u.port or (443 if u.scheme == 'https' else 80), u.path
+        self.netloc, self.via, self.via_auth = u.netloc.rsplit('@', 1)[-1], None, {}
+        if (via := None if urllib.request.proxy_bypass(self.host) else urllib.request.getproxies().get(u.scheme)):
+            v = urlsplit(via if '://' in via else 'http://' + via)
+            if v.scheme != 'http':
+                raise BadArgumentError(f"the environment names {v.scheme}://{v.hostname} as the proxy for {u.scheme}, but only http:// proxies "
+                                       f"can be gone through: unset it, or add {self.host} to NO_PROXY")
+            self.via = v.hostname, v.port or 80
+            if v.username is not None:
+                cred = base64.b64encode(f'{unquote(v.username)}:{unquote(v.password or "")}'.encode()).decode()
+                self.via_auth = {'Proxy-Authorization': f'Basic {cred}'}
+        if self.https:
+            import certifi, ssl  # the certificates httpx and the SDKs check against, unless the environment names others
+            ca = dict(cafile=os.environ.get('SSL_CERT_FILE'), capath=os.environ.get('SSL_CERT_DIR'))
+            self.ssl = ssl.create_default_context(**(ca if any(ca.values()) else dict(cafile=certifi.where())))
+        self.timeout, self.connect_timeout, self.keep, self.idle, self.lock = timeout, connect_timeout, keep, [], threading.Lock()
+
+    def _connect(self) -> socket.socket:
+        "A new connection (http.client's: TCP_NODELAY, the CONNECT tunnel, TLS with certificates checked)"
+        host, port = self.via or (self.host, self.port)
+        conn = http.client.HTTPSConnection(host, port, timeout=self.connect_timeout, context=self.ssl) if self.https \
+               else http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
+        if self.via and self.https: conn.set_tunnel(self.host, self.port, self.via_auth)
+        conn.connect()
+        conn.sock.settimeout(self.timeout)
+        return conn.sock
+
+    def _take(self) -> socket.socket|None:
+        while True:
+            with self.lock:
+                if not self.idle: return None
+                sock = self.idle.pop()
+            if _alive(sock): return sock
+            sock.close()
+
+    def request(self, method:str, path:str, headers, body:bytes) -> tuple:
+        "Send a request (head and body in one write); (its `http.client.HTTPResponse` with status and headers read, the socket for `done`)"
+        target = self.prefix + path if not (self.via and not self.https) else f'http://{self.netloc}{self.prefix}{path}'
+        head = [f'{method} {target} HTTP/1.1', f'Host: {self.netloc}', *(f'{k}: {v}' for k, v in headers)]
+        if self.via and not self.https: head += [f'{k}: {v}' for k, v in self.via_auth.items()]
+        if body or method not in ('GET', 'HEAD', 'DELETE', 'OPTIONS'): head.append(f'Content-Length: {len(body)}')
+        data = ('\r\n'.join(head) + '\r\n\r\n').encode('latin-1') + body
+        sock = self._take() or self._connect()
+        try:
+            sock.sendall(data)
+            resp = http.client.HTTPResponse(sock, method=method)
+            resp.begin()
+        except BaseException: sock.close(); raise
+        return resp, sock
+
+    def done(self, resp, sock):
+        "Keep `sock` for a later request if its answer was read to the end and the upstream keeps it open; else close it"
+        with self.lock:
+            if resp.isclosed() and not resp.will_close and len(self.idle) < self.keep: return self.idle.append(sock)
+        sock.close()
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version, server_version, sys_version = 'HTTP/1.1', 'headlesnb-proxy', ''
@@ -212,6 +274,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return None
 
 # %% ../nbs/30_proxy.ipynb #a0e55143
+def _dumps(o) -> bytes: return json.dumps(o, ensure_ascii=False, separators=(',', ':')).encode()
+
 class Proxy:
     "Forwards requests to `upstream`, adding the workspace of `root` to every Messages request"
     def __init__(self, root, upstream:str=DEFAULT_UPSTREAM, workspace:str='default', host:str='127.0.0.1', port:int=8787,
@@ -221,7 +285,9 @@ class Proxy:
         self.guard = Guard(None, host=host, port=port, allow_hosts=tuple(allow_hosts), token=token,
                            methods=('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'), name='headlesnb proxy')
         self.token, self.log = token, RequestLog(log_dir) if log_dir else None
-        self.transport, self.timeout, self.host, self.port = _upstream_transport(self.upstream), timeout, host, port
+        self.conns, self.host, self.port = Upstream(self.upstream, timeout), host, port
+        self.mark = f'headlesnb-workspace-{uuid.uuid4().hex}'  # stands for the workspace while the body is encoded
+        self.mark_json, self.encoded = _dumps(f'{HEADER}\n\n{self.mark}'), (None, b'')
 
     def refusal(self, h) -> tuple|None:
         "(status, message) when the request must not go through"
@@ -240,8 +306,16 @@ class Proxy:
         except ValueError: return body  # not JSON: the upstream says what is wrong with it
         if not isinstance(d, dict): return body
         text, closed = self.reader.render(activity(d))
-        inject(d, text, closed)
-        return json.dumps(d, ensure_ascii=False, separators=(',', ':')).encode()
+        if not inject(d, self.mark, closed): return _dumps(d)
+        out = _dumps(d)
+        if out.count(self.mark_json) == 1: return out.replace(self.mark_json, self.block(text))
+        d['messages'][_target(d['messages'])]['content'][-1]['text'] = f'{HEADER}\n\n{text}'  # (the client's body holds the mark itself)
+        return _dumps(d)
+
+    def block(self, text:str) -> bytes:
+        "The workspace's text block as JSON, encoded again only when the text changed (its 70 KB are most of the encoding's time)"
+        if self.encoded[0] != text: self.encoded = text, _dumps(f'{HEADER}\n\n{text}')
+        return self.encoded[1]
 
     def handle(self, h):
         if (why := self.refusal(h)):
@@ -253,6 +327,9 @@ class Proxy:
         except HeadlesnbError as e:  # a corrupt workspace state: say so, forward nothing
             return h.api_error(500, f'headlesnb proxy: cannot render the workspace: {e}')
         headers = [(k, v) for k, v in h.headers.items() if k.lower() not in HOP_HEADERS] + [('accept-encoding', 'identity')]
+        if any('\r' in v or '\n' in v for _, v in headers):  # (a folded header line: nothing to forward it as)
+            h.close_connection = True
+            return h.api_error(400, 'headlesnb proxy: a header value spans lines', 'invalid_request_error')
         answer = self.forward(h, body, headers)
         if self.log:
             try: self.log.write(h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, body, *answer)
@@ -269,46 +346,43 @@ def _chunk(data:bytes) -> bytes: return b'%x\r\n%s\r\n' % (len(data), data)
 @patch
 def forward(self:Proxy, h, body:bytes, headers) -> tuple:
     "Send the request upstream and its answer back to the client; (status, answer bytes) for the log"
-    import httpx
-    url = self.upstream + h.path
-    try:
-        req = httpx.Request(h.command, url, headers=headers, content=body, extensions=dict(timeout=httpx.Timeout(self.timeout, connect=10.0).as_dict()))
-        resp = self.transport.handle_request(req)  # (not a Client: no cookie jar shared between clients, no redirects)
-    except httpx.TimeoutException as e:
+    try: resp, sock = self.conns.request(h.command, h.path, headers, body)
+    except TimeoutError as e:
         h.api_error(504, f'headlesnb proxy: the upstream {self.upstream} did not answer in time ({type(e).__name__})', 'timeout_error'); return 504, b''
-    except httpx.HTTPError as e:
+    except (OSError, http.client.HTTPException) as e:
         h.api_error(502, f'headlesnb proxy: cannot reach the upstream {self.upstream}: {e or type(e).__name__}'); return 502, b''
     try:
-        if not resp.headers.get('content-type', '').startswith('text/event-stream'):
-            try: data = b''.join(resp.iter_raw())
-            except httpx.HTTPError as e:
+        if not (resp.getheader('content-type') or '').startswith('text/event-stream'):
+            try: data = resp.read()
+            except (OSError, http.client.HTTPException) as e:
                 h.api_error(502, f'headlesnb proxy: the upstream {self.upstream} dropped the connection while answering: {e or type(e).__name__}')
                 return 502, b''
-            h.reply(resp.status_code, data, [(k, v) for k, v in resp.headers.multi_items()
-                                              if k.lower() not in HOP_HEADERS and not k.lower().startswith('access-control-')])
-            return resp.status_code, data
-        return resp.status_code, self.stream(h, resp)
-    finally: resp.close()
+            h.reply(resp.status, data, [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_HEADERS and not k.lower().startswith('access-control-')])
+            return resp.status, data
+        return resp.status, self.stream(h, resp)
+    finally: self.conns.done(resp, sock)
 
 @patch
 def stream(self:Proxy, h, resp) -> bytes:
     "Pass server-sent events on as they arrive (whole events); a drop mid-stream ends it with an `event: error`"
-    import httpx
-    seen, pending, head = [], b'', [_send_head(h, resp.status_code, resp.headers.multi_items(), True) + b'\r\n']
+    seen, pending, head = [], b'', [_send_head(h, resp.status, resp.getheaders(), True) + b'\r\n']
     def send(out:bytes):
         h.wfile.write(b''.join(head) + _chunk(out))  # the head goes with the first event: one write, one wake-up of the client
         head.clear()
         if self.log: seen.append(out)  # (kept only for the log)
     try:
-        try:
-            for data in resp.iter_raw():
-                pending += data
-                if (end := pending.rfind(b'\n\n')) < 0: continue
-                out, pending = pending[:end + 2], pending[end + 2:]
-                send(out)
-            if pending: send(pending)
-        except httpx.HTTPError as e:
-            send(b'event: error\ndata: ' + error_json(f'headlesnb proxy: the upstream {self.upstream} dropped the connection mid-stream: {e or type(e).__name__}') + b'\n\n')
+        while True:
+            try: data = resp.read1(65536)
+            except (OSError, http.client.HTTPException) as e:
+                send(b'event: error\ndata: ' + error_json(f'headlesnb proxy: the upstream {self.upstream} dropped the connection mid-stream: {e or type(e).__name__}') + b'\n\n')
+                break
+            if not data:
+                if pending: send(pending)
+                break
+            pending += data
+            if (end := pending.rfind(b'\n\n')) < 0: continue
+            out, pending = pending[:end + 2], pending[end + 2:]
+            send(out)
         h.wfile.write(b''.join(head) + b'0\r\n\r\n')
     except OSError: h.close_connection = True  # the client went away: so does the upstream request
     return b''.join(seen)
