@@ -216,9 +216,15 @@ class Upstream:
         data = ('\r\n'.join(head) + '\r\n\r\n').encode('latin-1') + body
         sock = self._take() or self._connect()
         try:
-            sock.sendall(data)
+            try: sock.sendall(data)
+            except TimeoutError: raise
+            except OSError as e: unsent = e  # it may have answered before reading it all (a 413) and closed: that answer is the one to pass on
+            else: unsent = None
             resp = http.client.HTTPResponse(sock, method=method)
-            resp.begin()
+            try: resp.begin()
+            except (OSError, http.client.HTTPException):
+                if unsent: raise unsent from None
+                raise
         except BaseException: sock.close(); raise
         return resp, sock
 

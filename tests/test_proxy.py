@@ -289,6 +289,67 @@ def test_dropped_and_refused_upstreams(tmp_path):
     finally: mid.close(); before.close()
 
 
+def test_upstream_connections(tmp_path):
+    "A kept-open upstream connection the upstream closed while idle is not reused; an answer given before the whole body was read is passed on"
+    ok = b'{"input_tokens":3}'
+    ans = b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s' % (len(ok), ok)  # keep-alive, then dropped
+    err = b'{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}'
+    early = b'HTTP/1.1 413 Request Entity Too Large\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s' % (len(err), err)
+    (srv, up), (srv2, up2) = serve_raw(ans), serve_raw(early)
+    try:
+        p, url = start_proxy(tmp_path, up)
+        try:
+            for _ in range(3):
+                r = httpx.post(url + '/v1/messages/count_tokens', json=dict(model='m', messages=[]))
+                assert r.status_code == 200 and r.json() == {'input_tokens': 3}, r.text
+                time.sleep(0.5)  # the upstream has closed that connection meanwhile
+        finally: p.kill(); p.wait()
+        p, url = start_proxy(tmp_path, up2)
+        try:
+            r = httpx.post(url + '/v1/messages/count_tokens', content=b'x' * (32 << 20), timeout=60)
+            assert r.status_code == 413 and r.json()['error']['type'] == 'request_too_large', r.text
+        finally: p.kill(); p.wait()
+    finally: srv.close(); srv2.close()
+
+
+@pytest.mark.skipif(not shutil.which('openssl'), reason='needs the openssl command to make a certificate')
+def test_tls_upstream(tmp_path, monkeypatch):
+    "An https upstream: its certificate is checked (against SSL_CERT_FILE when set, else certifi's), the answer passed on"
+    import ssl
+    cert, key = tmp_path / 'cert.pem', tmp_path / 'key.pem'
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', str(key), '-out', str(cert), '-days', '2',
+                    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv = socket.create_server(('127.0.0.1', 0))
+    ok = b'{"input_tokens":5}'
+    def go():
+        while True:
+            try: conn, _ = srv.accept()
+            except OSError: return
+            try:
+                with ctx.wrap_socket(conn, server_side=True) as c:
+                    c.recv(1 << 16)
+                    c.sendall(b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s' % (len(ok), ok))
+                    time.sleep(0.2)
+            except (OSError, ssl.SSLError): pass  # the proxy that refused the certificate hung up
+    threading.Thread(target=go, daemon=True).start()
+    up = f'https://127.0.0.1:{srv.getsockname()[1]}'
+    try:
+        p, url = start_proxy(tmp_path, up)  # certifi's authorities: a self-signed certificate is refused
+        try:
+            r = httpx.post(url + '/v1/messages/count_tokens', json=dict(model='m', messages=[]))
+            assert r.status_code == 502 and 'CERTIFICATE_VERIFY_FAILED' in r.json()['error']['message'], r.text
+        finally: p.kill(); p.wait()
+        monkeypatch.setenv('SSL_CERT_FILE', str(cert))
+        p, url = start_proxy(tmp_path, up)
+        try:
+            r = httpx.post(url + '/v1/messages/count_tokens', json=dict(model='m', messages=[]))
+            assert r.status_code == 200 and r.json() == {'input_tokens': 5}, r.text
+        finally: p.kill(); p.wait()
+    finally: srv.close()
+
+
 def test_other_paths_and_keys(proxy, fake):
     "count_tokens and other paths go on unchanged, with both kinds of key; the logs hold no key"
     fake.count_tokens = 42
@@ -321,6 +382,9 @@ def test_refuses_foreign_pages(proxy):
         with socket.create_connection(('127.0.0.1', port)) as s:
             s.sendall(b'GET ' + target + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n\r\n' % port)
             assert s.recv(100).startswith(b'HTTP/1.1 400 ')
+    with socket.create_connection(('127.0.0.1', port)) as s:  # a folded header line: refused, not passed on as two
+        s.sendall(b'POST /v1/messages/count_tokens HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Note: a\r\n b\r\nContent-Length: 0\r\n\r\n' % port)
+        assert s.recv(200).startswith(b'HTTP/1.1 400 ')
 
 
 def test_command_line(tmp_path, fake):
