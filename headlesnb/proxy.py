@@ -397,7 +397,7 @@ def check_upstream(url:str) -> str:
     "The upstream base URL without a trailing slash; http(s) only"
     from urllib.parse import urlsplit
     u = urlsplit(check_str(url, 'upstream'))
-    if u.scheme not in ('http', 'https') or not u.netloc or u.query or u.fragment:
+    if u.scheme not in ('http', 'https') or not u.hostname or u.query or u.fragment:
         raise BadArgumentError(f"upstream must be an http(s) URL such as {DEFAULT_UPSTREAM}, not {url!r}")
     return url.rstrip('/')
 
