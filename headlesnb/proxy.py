@@ -295,9 +295,9 @@ class Proxy:
         self.mark = f'headlesnb-workspace-{uuid.uuid4().hex}'  # stands for the workspace while the body is encoded
         self.mark_json, self.encoded = _dumps(f'{HEADER}\n\n{self.mark}'), (None, b'')
 
-    def refusal(self, h) -> tuple|None:
-        "(status, message) when the request must not go through"
-        scope = dict(type='http', method=h.command, headers=[(k.lower().encode('latin-1'), v.encode('latin-1')) for k, v in h.headers.items()])
+    def refusal(self, h, items) -> tuple|None:
+        "(status, message) when the request must not go through (`items`: its headers)"
+        scope = dict(type='http', method=h.command, headers=[(k.lower().encode('latin-1'), v.encode('latin-1')) for k, v in items])
         if h.command == 'OPTIONS': return 405, 'OPTIONS is not allowed: this proxy answers no cross-origin (CORS) requests'
         if not h.path.startswith('/'): return 400, 'the request target must be a path (this is not a forward proxy)'
         if (why := self.guard.check(scope)): return why
@@ -324,7 +324,8 @@ class Proxy:
         return self.encoded[1]
 
     def handle(self, h):
-        if (why := self.refusal(h)):
+        items = h.headers.items()  # (once: each call cleans every header again)
+        if (why := self.refusal(h, items)):
             if h.read_body() is None: return  # (read first: a socket closed on unread data resets, losing the answer)
             h.close_connection = True
             return h.api_error(why[0], f'headlesnb proxy: {why[1]}', {401: 'authentication_error', 403: 'permission_error'}.get(why[0], 'invalid_request_error'))
@@ -332,13 +333,13 @@ class Proxy:
         try: body = self.body_for_upstream(h.path, body) if h.command == 'POST' else body
         except HeadlesnbError as e:  # a corrupt workspace state: say so, forward nothing
             return h.api_error(500, f'headlesnb proxy: cannot render the workspace: {e}')
-        headers = [(k, v) for k, v in h.headers.items() if k.lower() not in HOP_HEADERS] + [('accept-encoding', 'identity')]
+        headers = [(k, v) for k, v in items if k.lower() not in HOP_HEADERS] + [('accept-encoding', 'identity')]
         if any('\r' in v or '\n' in v for _, v in headers):  # (a folded header line: nothing to forward it as)
             h.close_connection = True
             return h.api_error(400, 'headlesnb proxy: a header value spans lines', 'invalid_request_error')
         answer = self.forward(h, body, headers)
         if self.log:
-            try: self.log.write(h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, body, *answer)
+            try: self.log.write(h.command, h.path, {k.lower(): v for k, v in items}, body, *answer)
             except OSError as e: print(f'headlesnb proxy: cannot write the request log: {e}', file=sys.stderr, flush=True)
 
 # %% ../nbs/30_proxy.ipynb #ba0cf7f6
