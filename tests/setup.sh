@@ -73,6 +73,9 @@ if [ ! -x "$CC_DIR/node_modules/.bin/claude" ]; then
     npm install --prefix "$CC_DIR" --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@2.1.332 >/dev/null
 fi
 "$CC_DIR/node_modules/.bin/claude" --version >/dev/null
+# openssl makes the self-signed certificate of test_tls_upstream (an https upstream; skipped without it)
+command -v openssl >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -q >/dev/null && apt-get install -y -q openssl >/dev/null
+                                  else sudo apt-get update -q >/dev/null && sudo apt-get install -y -q openssl >/dev/null; fi; }
 # ---- end: tests/test_proxy.py ----
 
 # ---- begin: tests/test_codemap.py (code map: tree-sitter, bm25s, networkx come from pyproject) ----
