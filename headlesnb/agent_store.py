@@ -8,7 +8,7 @@ __all__ = ['TASK_TYPES', 'STATES', 'LIVE', 'FINISHED', 'SESSION_FILES', 'ERROR',
            'write_text', 'read_text', 'SessionStore', 'contract']
 
 # %% ../nbs/15a_agent_store.ipynb #51889dda
-import fcntl, os, re, secrets, shutil, stat, tempfile
+import fcntl, os, re, secrets, shutil, stat, tempfile, time
 from contextlib import contextmanager
 from pathlib import Path
 from fastcore.basics import patch
@@ -84,9 +84,9 @@ def write_text(path:Path, text:str, durable:bool=False):
         os.unlink(tmp)
         raise
 
-def read_text(path:Path) -> str:
-    "The text of `path`, '' when it does not exist (plain `os` calls: a tree of agents reads hundreds of these)"
-    try: fd = os.open(path, os.O_RDONLY)
+def read_text(path:Path, dir_fd:int|None=None) -> str:
+    "The text of `path` (a name in the open folder `dir_fd`, if given), '' when it does not exist (plain `os` calls: a tree of agents reads hundreds of these)"
+    try: fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
     except (FileNotFoundError, NotADirectoryError): return ''
     try:
         chunks = []
@@ -101,6 +101,7 @@ class SessionStore:
         self.root = Path(root)
         self.dir = self.root / SCOPE_DIR
         self.sessions = self.dir / 'sessions'
+        self._seen = {}  # id -> (the stat signature of its files, the session read then): see `load_all`
 
     def ensure(self) -> Path:
         "Create `.scope/sessions/` (and `.scope/.gitignore`, so `.scope/` never shows in `git status`)"
@@ -168,14 +169,17 @@ def create(self:SessionStore, parent:str, files:dict, fill=None) -> str:
 
 # %% ../nbs/15a_agent_store.ipynb #a4fcbf22
 _EXTRA = ('inputs', 'runner', 'host', 'pid', 'worktree', 'branch', 'base', 'merged', 'exit_status', 'model', 'tmux_session')
+_FIELDS = ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'tmux', 'created_at') + _EXTRA
 
 @patch
 def load(self:SessionStore, id:str) -> dict|None:
     "Session `id` as a dict, or None when there is no such session"
-    d = self.path(id)
-    try: present = set(os.listdir(d))  # one directory read instead of a failed open per missing file
+    try: d = os.open(self.path(id), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # (its files are then opened by name, each path not built and resolved again)
     except (FileNotFoundError, NotADirectoryError): return None
-    f = {n: read_text(d / n) if n in present else '' for n in ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'tmux', 'created_at') + _EXTRA}
+    try:
+        present = set(os.listdir(d))  # one directory read instead of a failed open per missing file
+        f = {n: read_text(n, d) if n in present else '' for n in _FIELDS}
+    finally: os.close(d)
     return dict(id=id, status=f['state'].strip() or 'pending', activity=f['activity'].strip(), result=f['result'],
                 task=f['task'].strip(), task_type=f['task_type'].strip() or 'implement', parent=f['parent'].strip(),
                 agent=f['agent'].strip() or 'claude-code', created_at=f['created_at'].strip(), tmux=(f['tmux'] or f['tmux_session']).strip(),  # (scope's UX redesign names it tmux_session)
@@ -183,10 +187,28 @@ def load(self:SessionStore, id:str) -> dict|None:
                 pid=f['pid'].strip(), worktree=f['worktree'].strip(), branch=f['branch'].strip(), base=f['base'].strip(),
                 merged=f['merged'].strip(), exit_status=f['exit_status'].strip(), model=f['model'].strip())
 
+_RACY_NS = 1_000_000_000  # file times are coarse (a few ms here, 2 s on FAT): a file changed this recently may change again unseen
+
+def _signature(folder:str) -> tuple:
+    "Inode, size and times of each file of a session folder that `load` reads: equal signatures, equal sessions"
+    return tuple((n, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                 for n in sorted(set(os.listdir(folder)).intersection(_FIELDS)) for st in (os.stat(os.path.join(folder, n)),))
+
 @patch
 def load_all(self:SessionStore) -> list:
-    "Every session, in id order"
-    return [s for s in (self.load(i) for i in self.ids()) if s is not None]
+    "Every session, in id order; one whose files have the signature they had when last read is not read again"
+    res, seen, base = [], {}, str(self.sessions)
+    for i in self.ids():
+        now = time.time_ns()
+        try: sig = _signature(os.path.join(base, i))  # (taken before the read: a write in between changes it for the next call)
+        except OSError: sig = None  # (a file went away meanwhile)
+        old = self._seen.get(i)
+        s = old[1] if sig is not None and old is not None and old[0] == sig else self.load(i)
+        if s is None: continue
+        if sig is not None and all(max(f[3], f[4]) < now - _RACY_NS for f in sig): seen[i] = (sig, s)
+        res.append(dict(s))
+    self._seen = seen
+    return res
 
 # %% ../nbs/15a_agent_store.ipynb #f8ebfe8e
 @patch

@@ -353,6 +353,7 @@ _TUI = {}
 def tui_classes() -> dict:
     "The Textual classes of the UI (defined on first use, so that importing this module does not import Textual)"
     if _TUI: return _TUI
+    from rich.cells import cell_len
     from rich.text import Text
     from textual.app import App, ComposeResult
     from textual.binding import Binding
@@ -360,8 +361,9 @@ def tui_classes() -> dict:
     from textual.screen import ModalScreen, Screen
     from textual.widgets import Footer, Input, Static, Tree
 
-    def label(s:dict, idw:int) -> Text:
-        id, task, status, act, who = row_text(s)
+    def label(row:tuple, idw:int) -> Text:
+        "The label of a row (the cells `row_text` gives)"
+        id, task, status, act, who = row
         glyph, colour = GLYPHS.get(status, ('?', 'white'))
         t = Text(f'{id:<{idw}} ', style='bold')
         t.append(f'{task:<40}  ')
@@ -408,8 +410,40 @@ def tui_classes() -> dict:
                 self.query_one('#body', Static).update(text)
 
     class AgentTree(Tree):
-        "The tree, whose enter opens the agent (and says so in the footer)"
+        "The tree, whose enter opens the agent (and says so in the footer); it skips work Tree repeats for every row"
         BINDINGS = [Binding('enter', 'select_cursor', '↵ open')]
+        _paint_style, _adding = None, False
+
+        def process_label(self, label):
+            "A row's label as `label` made it, not split into lines and copied again (only one with a line break is cut)"
+            return label if isinstance(label, Text) and '\n' not in label.plain else super().process_label(label)
+
+        def get_label_width(self, node) -> int:
+            "A row's width, counted without rendering it"
+            return node.label.cell_len + (cell_len(self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE) if node.allow_expand else 0)
+
+        @property
+        def rich_style(self):
+            "The widget's style (Tree asks for it on every row it paints, and each time it is worked out again from every ancestor's styles)"
+            return super().rich_style if self._paint_style is None else self._paint_style
+
+        def render_lines(self, crop):
+            self._paint_style = super().rich_style  # (one paint: the styles cannot change in the middle of it)
+            try: return super().render_lines(crop)
+            finally: self._paint_style = None
+
+        def _invalidate(self):
+            "(Tree's own, which drops its caches and asks for a new layout after every row added: once for all the rows `rebuild` adds)"
+            if not self._adding: super()._invalidate()
+
+        def rebuild(self, fill):
+            "Clear the tree, then `fill(root)` adds the rows in one go"
+            self.clear()
+            self._adding = True
+            try: fill(self.root)
+            finally:
+                self._adding = False
+                self._invalidate()
 
     class AgentsApp(App):
         "The live tree of agents; inside tmux the chosen agent shows in a split on the right"
@@ -428,7 +462,7 @@ def tui_classes() -> dict:
         def __init__(self, agents:AgentManager, new_agent:str|None=None, check_every:float=2.0, **kw):
             super().__init__(**kw)
             self.agents, self.new_agent, self.check_every = agents, new_agent, check_every
-            self.hide_finished, self.collapsed, self.shape, self.rows, self.keys = False, set(), None, {}, {}
+            self.hide_finished, self.collapsed, self.shape, self.rows, self.keys, self._count = False, set(), None, {}, {}, None
             self._stop = threading.Event()
             self.split = SplitPane() if os.environ.get('TMUX') and tmux_available() else None
             self.view, self.view_dir = None, None  # the transcript the split follows, and where its file is
@@ -483,25 +517,26 @@ def tui_classes() -> dict:
             walk(forest)
             running = sum(n['status'] == 'running' for n in flat)
             need = sum(n['activity'] == NEEDS_INPUT and n['status'] in LIVE for n in flat)
-            self.query_one('#count', Static).update(f"{running} running" + (f" · ⚑ {need} need{'s' * (need == 1)} input" if need else ''))
+            count = f"{running} running" + (f" · ⚑ {need} need{'s' * (need == 1)} input" if need else '')
+            if count != self._count: self.query_one('#count', Static).update(count); self._count = count  # (an update lays out the whole screen again)
             idw = max([len(n['id']) for n in flat] + [2])
             shape = [(n['id'], n['parent']) for n in flat]
             tree = self.query_one(Tree)
             if shape == self.shape and idw == getattr(self, '_idw', None):
                 for n in flat:
-                    key = row_text(n) + (n['activity'],)
-                    if self.keys.get(n['id']) != key: self.rows[n['id']].set_label(label(n, idw)); self.keys[n['id']] = key
+                    row = row_text(n)
+                    if self.keys.get(n['id']) != (key := row + (n['activity'],)): self.rows[n['id']].set_label(label(row, idw)); self.keys[n['id']] = key
             else:
                 cur = tree.cursor_node.data if tree.cursor_node is not None else None
-                tree.clear()
                 self.rows, self.keys = {}, {}
                 def add(parent, ns):
                     for n in ns:
-                        self.keys[n['id']] = row_text(n) + (n['activity'],)
-                        node = parent.add(label(n, idw), data=n['id'], expand=n['id'] not in self.collapsed, allow_expand=bool(n['children']))
+                        row = row_text(n)
+                        self.keys[n['id']] = row + (n['activity'],)
+                        node = parent.add(label(row, idw), data=n['id'], expand=n['id'] not in self.collapsed, allow_expand=bool(n['children']))
                         self.rows[n['id']] = node
                         add(node, n['children'])
-                add(tree.root, forest)
+                tree.rebuild(lambda root: add(root, forest))
                 self.shape, self._idw = shape, idw
                 if cur in self.rows: tree.move_cursor(self.rows[cur])
                 elif flat: tree.cursor_line = 0
