@@ -95,16 +95,30 @@ def _in_select(f) -> bool:
     "Is frame `f` an event loop's selector waiting (the cell awaits rather than runs)?"
     return f is not None and f.f_code.co_name == 'select' and f.f_code.co_filename == selectors.__file__
 
-def _idle(tid:int) -> bool:
-    "Is thread `tid` waiting in its event loop's selector?"
-    return _in_select(sys._current_frames().get(tid))
+def _on_stack(f, target) -> bool:
+    "Is frame `target` on the stack that ends in frame `f` (is that thread inside `target`'s code now)?"
+    while f is not None:
+        if f is target: return True
+        f = f.f_back
+    return False
+
+def _drop_lost_stops(unraisable):
+    """`sys.unraisablehook` around the host's: an interrupt that landed in a finaliser (which the collector ran in a
+    thread running a cell) is dropped silently, as the stop is sent again; everything else goes to the host's hook"""
+    if isinstance(unraisable.exc_value, (KeyboardInterrupt, _Landed)) and (
+        threading.get_ident() in LOOP_SHELLS or _cell_kernel() is not None): return
+    _drop_lost_stops.host(unraisable)
+
+def _watch_lost_stops():
+    "Put `_drop_lost_stops` in front of the current `sys.unraisablehook` (again, if something replaced it since)"
+    if sys.unraisablehook is not _drop_lost_stops: _drop_lost_stops.host, sys.unraisablehook = sys.unraisablehook, _drop_lost_stops
 
 class _Run:
     "One cell submitted to a shell's loop thread, and the means to stop it"
     def __init__(self, kernel, shell, code:str):
         self.kernel, self.shell, self.code, self.tid = kernel, shell, code, ctypes.c_ulong(shell._thread.ident)
         self.lock, self.wake = threading.Lock(), concurrent.futures.Future()  # set when the cell ends or is to stop
-        self.running, self.task, self.reason, self.halted, self.poked = False, None, None, False, False
+        self.running, self.task, self.frame, self.reason, self.halted, self.poked = False, None, None, None, False, False
 
     def start(self):
         "Submit the cell (once the kernel knows this run: the cell may call `interrupt()` at once)"
@@ -113,18 +127,22 @@ class _Run:
         return self
 
     async def _main(self):
-        with self.lock: self.running, self.task = True, asyncio.current_task()
-        _in_cell.kernel = self.kernel
-        try: return await self.shell.execute(self.code)
-        except (KeyboardInterrupt, asyncio.CancelledError): return None  # the stop landed just outside the user's code
+        _in_cell.kernel, res = self.kernel, None
+        try:  # (an interrupt can land from the moment `running` is set: that is inside this `try`)
+            with self.lock: self.running, self.task, self.frame = True, asyncio.current_task(), sys._getframe()
+            res = await self.shell.execute(self.code)
+        except (KeyboardInterrupt, asyncio.CancelledError): pass  # the stop landed just outside the user's code
         finally:
+            while True:  # until no stop is pending: one landing anywhere in here is caught, and the ending done again
+                try:
+                    with self.lock:
+                        self.running, pending, self.poked = False, self.poked, False
+                        if pending: _set_async_exc(self.tid, _LANDED)  # replaces an interrupt still pending
+                    if pending: _checkpoint()  # the marker lands here, not in the loop or the next cell
+                    break
+                except (KeyboardInterrupt, _Landed): pass
             _in_cell.kernel = None
-            try:
-                with self.lock:
-                    self.running = False
-                    if self.poked: _set_async_exc(self.tid, _LANDED)  # replaces an interrupt still pending
-                if self.poked: _checkpoint()  # the marker lands here, not in the loop or the next cell
-            except (KeyboardInterrupt, _Landed): pass
+        return res
 
     def _wake(self):
         with suppress(concurrent.futures.InvalidStateError): self.wake.set_result(None)
@@ -135,13 +153,14 @@ class _Run:
         self._wake()
 
     def _poke(self):
-        "One stop attempt: interrupt the running Python code, or cancel the await the loop is idle in"
+        """One stop attempt: interrupt the cell's code if its thread is inside it now; else the cell awaits (the loop
+        waits, or runs other tasks): cancel its task"""
         with self.lock:
             if not self.running or self.shell._landed: return  # over, or the stop is being reported
-            if _idle(self.tid.value): self.shell.loop.call_soon_threadsafe(self.task.cancel)
-            else:
+            if _on_stack(sys._current_frames().get(self.tid.value), self.frame):
                 self.poked = True
                 _set_async_exc(self.tid, ctypes.py_object(KeyboardInterrupt))
+            else: self.shell.loop.call_soon_threadsafe(self.task.cancel)
 
     def wait(self, timeout:float|None, grace:float, nested:bool=False) -> bool:
         "Wait for the cell, stopping it on timeout or `stop`: False if it is still running `grace` s after that"
@@ -513,6 +532,7 @@ def _begin(self) -> tuple:
     atexit.register, atexit.unregister = self._atexit.register, self._atexit.unregister
     _set_env(self._env)
     _chdir(self._cwd)
+    _watch_lost_stops()
     cap = None if self.output_limit is None else (lambda o, n=self.output_limit: cap_output(o, n))
     shell._out, shell._landed = CellOutputs(self._displays, cap), False
     RUNNING.append(shell)
