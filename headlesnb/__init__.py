@@ -2,10 +2,18 @@
 __version__ = "0.1.0"
 
 from .errors import *
-from .notebook import NotebookManager
-from .dialog import DialogManager
-from .workspace import WorkspaceManager
-from .agents import AgentManager
-from . import ws_files, ws_editors, ws_tools, ws_todos, ws_augments, ws_structure  # each adds its idea to every Workspace
-from .engine import Engine
-from .run import execute_notebook, NotebookExecutionError, PapermillExecutionError
+from . import errors as _errors
+
+# The managers load on first use (PEP 562): `headlesnb hook`, which Claude Code waits for on every tool call, imports
+# this package, and must not pay for kernels, dialogs and SDKs it never uses.
+_LAZY = dict(NotebookManager='notebook', DialogManager='dialog', WorkspaceManager='workspace', AgentManager='agents',
+             Engine='engine', execute_notebook='run', NotebookExecutionError='run', PapermillExecutionError='run')
+__all__ = [*_errors.__all__, *_LAZY]
+
+def __getattr__(name:str):
+    if name not in _LAZY: raise AttributeError(f"module 'headlesnb' has no attribute {name!r}")
+    from importlib import import_module
+    globals()[name] = value = getattr(import_module(f'.{_LAZY[name]}', __name__), name)
+    return value
+
+def __dir__(): return sorted({*globals(), *_LAZY})

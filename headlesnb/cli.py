@@ -8,13 +8,13 @@ __all__ = ['main']
 # %% ../nbs/21_cli.ipynb #47644fad
 import argparse, sys
 import headlesnb
-from .agents_ui import AGENT_COMMANDS
 
 # %% ../nbs/21_cli.ipynb #21a05ef4
 def _parser():
     p = argparse.ArgumentParser(prog='headlesnb', description='Headless notebook and AI-dialog engine')
     p.add_argument('--version', action='version', version=f'headlesnb {headlesnb.__version__}')
     sub = p.add_subparsers(dest='cmd', metavar='COMMAND')
+    from headlesnb.agents_ui import AGENT_COMMANDS
     sub.add_parser('run', help="execute notebooks headlessly, papermill's options (headlesnb run --help)", add_help=False)
     sub.add_parser('mcp', help='MCP server for AI assistants (headlesnb mcp --help)', add_help=False)
     sub.add_parser('serve', help='dialoghelper-compatible HTTP server (headlesnb serve --help)', add_help=False)
@@ -28,19 +28,21 @@ def main(argv=None) -> int:
     except KeyboardInterrupt: return 130
 
 def _dispatch(argv:list) -> int:
+    if argv[:1] == ['hook'] and len(argv) == 2:  # Claude Code waits for it on every tool call: only the session store loads
+        from headlesnb.agent_hooks import hook_main
+        return hook_main(argv[1])
     if argv and argv[0] == 'run':
         from headlesnb.run import run_main
         return run_main(argv[1:])
     if argv and argv[0] == 'proxy':
         from headlesnb.proxy import proxy_main
         return proxy_main(argv[1:])
-    if argv and argv[0] in AGENT_COMMANDS:
-        from headlesnb.agents_ui import agents_main
-        return agents_main(argv)
     if argv and argv[0] in ('mcp', 'serve'):
         if argv[0] == 'mcp': from headlesnb.mcp import mcp_main as server_main
         else: from headlesnb.server_app import serve_main as server_main
         return server_main(argv[1:]) or 0
+    from headlesnb.agents_ui import AGENT_COMMANDS, agents_main
+    if argv and argv[0] in AGENT_COMMANDS: return agents_main(argv)
     p = _parser()
     p.parse_args(argv)
     p.print_help()

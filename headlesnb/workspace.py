@@ -484,3 +484,6 @@ def __getattr__(name:str):
     mod = next((m for m, names in _MOVED.items() if name in names), None)
     if mod is None: raise AttributeError(f"module 'headlesnb.workspace' has no attribute {name!r}")
     return getattr(importlib.import_module(f'headlesnb.{mod}'), name)
+
+# %% ../nbs/14_workspace.ipynb #de828e56
+from . import ws_files, ws_editors, ws_tools, ws_todos, ws_augments, ws_structure  # each adds its idea to every Workspace

@@ -210,6 +210,20 @@ def test_hook_handler_with_claude_code_json(root, tmp_path):
     assert am.store.load(i)['activity'] == '' and SessionStore(root).ids() == [i]
 
 
+def test_hook_loads_only_the_session_store(root):
+    "Claude Code waits for the hook on every tool call: the command loads no manager, kernel, dialog, UI or SDK"
+    probe = ('import runpy, sys\nsys.argv = ["headlesnb", "hook", "activity"]\n'
+             'try: runpy.run_module("headlesnb.cli", run_name="__main__")\n'
+             'except SystemExit as e: code = e.code\n'
+             'print(code, sorted(m for m in sys.modules if m.split(".")[0] in ("headlesnb", "anthropic", "textual", "IPython", "mcp")))')
+    i = SessionStore(root).create('', dict(task='t', state='running', agent='claude-code'))
+    ev = dict(hook_event_name='PreToolUse', tool_name='Read', tool_input=dict(file_path=f'{root}/a.py'), cwd=str(root))
+    r = subprocess.run([sys.executable, '-c', probe], input=json.dumps(ev), capture_output=True, text=True, cwd=root,
+                       env=dict(os.environ, SCOPE_SESSION_ID=i, HEADLESNB_ROOT=str(root)), timeout=60)
+    assert r.stdout.split(' ', 1) == ['0', "['headlesnb', 'headlesnb.agent_hooks', 'headlesnb.agent_store', 'headlesnb.errors']\n"], r
+    assert SessionStore(root).read(i, 'activity') == 'reading a.py'
+
+
 def test_setup_merges_into_claude_settings(tmp_path):
     cfg = tmp_path / 'claude'
     cfg.mkdir()
