@@ -18,8 +18,8 @@ CELL_TYPES = ('code', 'markdown', 'raw')
 _ID_RE = re.compile(r'^[a-zA-Z0-9_-]{1,64}$')
 
 def new_id(taken=()) -> str:
-    "A fresh 8-hex cell id not in `taken`"
-    while (i := secrets.token_hex(4)) in taken: pass
+    "A fresh 8-hex cell id not in `taken`, never all digits (so it can't be read as a cell index)"
+    while (i := secrets.token_hex(4)) in taken or i.isdigit(): pass
     return i
 
 def mk_cell(cell_type:str, source:str='', id:str|None=None, metadata:dict|None=None) -> dict:

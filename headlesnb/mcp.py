@@ -952,7 +952,7 @@ def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions, default:
 _RANGE_RE = re.compile(r'^(\d+)-(\d*)$')
 
 def parse_cells_spec(spec:str, ids:list) -> list:
-    "Sorted indices named by `spec` ('0,2', '0-2', '3-', cell ids) in a notebook whose cell ids are `ids`"
+    "Sorted indices named by `spec` ('0,2', '0-2', '3-', cell ids) in a notebook whose cell ids are `ids`; a number is an index when one is in range"
     check_str(spec, 'cell_indices')
     n, res = len(ids), set()
     if not spec.strip(): raise BadArgumentError("cell_indices is empty: give indices such as '0,1', '0-2' or '3-'")
@@ -962,7 +962,7 @@ def parse_cells_spec(spec:str, ids:list) -> list:
         return i
     for part in (x.strip() for x in spec.split(',')):
         if not part: continue
-        if part.isdigit(): res.add(index(int(part)))
+        if part.isdigit() and (int(part) < n or part not in ids): res.add(index(int(part)))
         elif (m := _RANGE_RE.match(part)):
             a, b = int(m.group(1)), int(m.group(2)) if m.group(2) else n - 1
             if b < a: raise BadArgumentError(f"in {part!r} the end comes before the start")

@@ -20,7 +20,7 @@ from pathlib import Path
 import headlesnb
 from fastcore.xtras import dict2obj
 from .errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelError, NotFoundError
-from .document import atomic_write, check_nb, dump_nb
+from .document import atomic_write, check_nb, dump_nb, new_id
 from fastcore.basics import patch
 from .base import BaseManager, Item, kernel_for_notebook, make_kernel, runs_cell
 from .options import add_remote_args
@@ -112,18 +112,13 @@ def first_tagged(nb, tag:str) -> int:
 
 def _is_python(language) -> bool: return language is None or str(language).lower() in ('python', 'python3', 'ipython', 'ipython3')
 
-def _new_id(nb) -> str:
-    taken = {c.get('id') for c in nb.cells}
-    while (i := uuid.uuid4().hex[:8]) in taken: pass
-    return i
-
 def _node(d):
     "`d` with attribute access throughout, as nbformat's NotebookNode (importing nbformat can cost a second: see below)"
     return dict2obj(d, list_func=list)
 
 def _new_cell(nb, cell_type:str, source:str, tags:list):
     "A cell for `nb` (a fresh id), built directly: nbformat's `new_code_cell` compiles its JSON schema, 0.1 s a process"
-    c = dict(cell_type=cell_type, id=_new_id(nb), metadata={'tags': tags}, source=source)
+    c = dict(cell_type=cell_type, id=new_id({c.get('id') for c in nb.cells}), metadata={'tags': tags}, source=source)
     if cell_type == 'code': c.update(execution_count=None, outputs=[])
     return _node(c)
 
