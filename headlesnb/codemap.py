@@ -8,7 +8,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer', 'SearchIndex', 'open_codemap']
 
 # %% ../nbs/17_codemap.ipynb #90927874
-import hashlib, json, os, re, sqlite3, stat, subprocess, threading, time
+import hashlib, json, os, pickle, queue, re, sqlite3, stat, subprocess, sys, tempfile, threading, time
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
@@ -438,18 +438,37 @@ def _job(self:CodeMap, rel:str) -> tuple:
     module = python_module(rel, self._is_pkg) if lang == 'python' else os.path.splitext(rel)[0] if lang == 'notebook' else None
     return (os.path.join(self.root, rel), rel, lang, module, self.max_file_bytes)
 
-_POOL_CTX = None
+# -P: nothing in the current folder shadows a module; the parent's sys.path comes first on stdin
+_WORKER = 'import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); from headlesnb.codemap import _parse_worker; _parse_worker()'
 
-def _pool_context():
-    "forkserver (safe in a threaded process, unlike fork) with this module loaded once: workers start in milliseconds"
-    global _POOL_CTX
-    if _POOL_CTX is None:
-        import multiprocessing as mp
-        if 'forkserver' in mp.get_all_start_methods():
-            _POOL_CTX = mp.get_context('forkserver')
-            _POOL_CTX.set_forkserver_preload([__name__])
-        else: _POOL_CTX = mp.get_context('spawn')
-    return _POOL_CTX
+def _parse_worker():
+    "A parsing worker process: batches of jobs in on stdin, their results out on stdout (pickled), until stdin closes"
+    inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), 'wb')
+    os.dup2(2, 1); sys.stdout = sys.stderr  # whatever a library prints can't corrupt the results
+    while True:
+        try: batch = pickle.load(inp)
+        except EOFError: return
+        pickle.dump(_parse_batch(batch), out, protocol=pickle.HIGHEST_PROTOCOL); out.flush()
+
+def _feed(p, batches, results):
+    "Give worker `p` batches until none are left (results to `results`), then None; `p` itself if it died"
+    try:
+        pickle.dump([x for x in sys.path if x], p.stdin)
+        while True:
+            try: b = batches.get_nowait()
+            except queue.Empty: break
+            pickle.dump(b, p.stdin); p.stdin.flush()
+            results.put(pickle.load(p.stdout))
+        p.stdin.close()
+        results.put(None)
+    except (OSError, EOFError, pickle.UnpicklingError): results.put(p)
+
+def _died(p) -> HeadlesnbError:
+    try: p.wait(5)
+    except subprocess.TimeoutExpired: pass
+    p.err.seek(0)
+    why = p.err.read().decode('utf-8', 'replace').strip()[-2000:]
+    return HeadlesnbError(f"code map: a parsing worker (pid {p.pid}) ended with exit code {p.returncode}" + (f":\n{why}" if why else ''))
 
 @patch
 def _parse_all(self:CodeMap, jobs:list, progress=None):
@@ -459,16 +478,31 @@ def _parse_all(self:CodeMap, jobs:list, progress=None):
             yield j[1], parse_file(*j)
             if progress and i % 100 == 99: progress(i + 1, len(jobs))
         return
-    from concurrent.futures import ProcessPoolExecutor
     jobs = sorted(jobs, key=lambda j: -os.path.getsize(j[0]) if os.path.exists(j[0]) else 0)
-    n = self.workers * 8
-    batches = [jobs[i::n] for i in range(n)]  # sizes dealt round-robin: even batches
-    done = 0
-    with ProcessPoolExecutor(self.workers, mp_context=_pool_context()) as ex:
-        for res in ex.map(_parse_batch, batches):  # written to the index while the workers parse the rest
-            yield from res
-            done += len(res)
-            if progress: progress(done, len(jobs))
+    n, batches, results = self.workers * 8, queue.SimpleQueue(), queue.SimpleQueue()
+    for i in range(n): batches.put(jobs[i::n])  # sizes dealt round-robin: even batches, handed out as workers finish
+    procs, done, left = [], 0, self.workers
+    try:
+        for _ in range(self.workers):
+            # their own session: a Ctrl-C reaches this process alone, which stops them (below)
+            err = tempfile.TemporaryFile()  # read if it dies
+            p = subprocess.Popen([sys.executable, '-P', '-c', _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=err, start_new_session=True)
+            p.err = err
+            procs.append(p)
+            threading.Thread(target=_feed, args=(p, batches, results), daemon=True).start()
+        while left:
+            r = results.get()
+            if r is None: left -= 1
+            elif isinstance(r, subprocess.Popen): raise _died(r)
+            else:  # written to the index while the workers parse the rest
+                yield from r
+                done += len(r)
+                if progress: progress(done, len(jobs))
+    finally:
+        for p in procs:
+            if p.poll() is None: p.kill()
+            p.wait(); p.err.close()
 
 @patch
 def refresh(self:CodeMap, progress=None) -> dict:

@@ -293,3 +293,28 @@ def test_mcp_tools(tree):
                 view = (await s.call_tool('workspace_view', {})).content[0].text
                 assert '---STRUCTURAL_VIEW' in view and 'func (s *Server) Start() error' in view
     anyio.run(main)
+
+
+SCRIPT = '''
+import os, sys
+from headlesnb.codemap import CodeMap
+print('body', os.getpid(), flush=True)
+cm = CodeMap(sys.argv[1] if len(sys.argv) > 1 else os.environ['SRC'], db=os.environ['DB'], workers=2)
+print(cm.refresh()['changed'], cm.find('f249').path, flush=True)
+'''
+
+@pytest.mark.parametrize('how', ['file', 'stdin'])
+def test_worker_processes_never_run_the_callers_script(tmp_path, how):
+    "A cold build in worker processes from a script with no `__main__` guard, or read from stdin: the body runs once"
+    src, cwd, scripts = tmp_path / 'src', tmp_path / 'cwd', tmp_path / 'scripts'
+    for d in (src, cwd, scripts): d.mkdir()
+    for i in range(250): (src / f'm{i}.py').write_text(f'def f{i}(x):\n    return x + {i}\n')
+    (scripts / 's.py').write_text(SCRIPT)
+    if how == 'file':  # the workers run in this folder, which is not on the script's path: nothing in it is imported
+        for m in ('json', 'pickle'): (cwd / f'{m}.py').write_text('raise SystemExit("a module in the current folder was imported")\n')
+    env = {**os.environ, 'SRC': str(src), 'DB': str(tmp_path / 'cm.sqlite')}
+    args, inp = ([sys.executable, str(scripts / 's.py'), str(src)], None) if how == 'file' else ([sys.executable, '-'], SCRIPT)
+    r = subprocess.run(args, input=inp, capture_output=True, text=True, cwd=cwd, env=env, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert len([l for l in lines if l.startswith('body')]) == 1 and lines[-1] == '250 m249.py', r.stdout
