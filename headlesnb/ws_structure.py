@@ -99,7 +99,9 @@ def _render_structure(self:Workspace) -> str:
             (', then the files of open windows and recent edits' if focus else '')]
     if st['expanded']: head.append(f"expanded: {', '.join(st['expanded'])}")
     if st['collapsed']: head.append(f"collapsed: {', '.join(st['collapsed'])}")
-    if st['query']: head.append(f"search: {st['query']!r} ({len(st['hits'])} symbol hits shown first)")
+    if st['query']:
+        from headlesnb.codemap import HIT_MARK
+        head.append(f"search: {st['query']!r} ({len(st['hits'])} symbol hits kept first, marked {HIT_MARK.strip()})")
     shown = sum(1 for l in text.split('\n') if '  L' in l)
     tail = (f"[{shown} of {n['symbols']} symbols shown: expand a folder, file or class, or search, to see others]"
             if shown < n['symbols'] else '')
@@ -219,8 +221,9 @@ def _code_tools(ws) -> dict:
         "The map of the code under the root, shown in STRUCTURAL_VIEW (folders, files, classes, functions with signatures and lines, most referenced first): expand or collapse a node, search it, or reset it."
         r = ws.structure(operation, path, query)
         if operation == 'search':
+            from headlesnb.codemap import HIT_MARK
             b = r['best']
-            return f"{r['hits']} symbol(s) for {query!r} shown first in STRUCTURAL_VIEW" + (f"; best {b['qname']} ({b['loc']}, {b['score']})" if b else '')
+            return f"{r['hits']} symbol(s) for {query!r} marked {HIT_MARK.strip()} in STRUCTURAL_VIEW" + (f"; best {b['qname']} ({b['loc']}, {b['score']})" if b else '')
         return 'STRUCTURAL_VIEW reset' if operation == 'reset' else f"{operation.removesuffix('e')}ed {r['node']} in STRUCTURAL_VIEW"
     def open_frame(name: str,  # function or class: qualified (json.decoder.JSONDecoder.raw_decode) or a unique tail (JSONDecoder.raw_decode)
                   ):
