@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
 from .errors import *
-from .document import mk_cell
+from .document import mk_cell, new_id
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .utils import text_diff, content_hash, check_hash, hash_list
 from .base import BaseManager
@@ -172,6 +172,7 @@ def insert_cell(self:NotebookManager, cell_index, cell_type:str, cell_source:str
         if isinstance(cell_index, bool) or not isinstance(cell_index, int): raise BadArgumentError(f"cell_index must be an int, not {cell_index!r}")
         if cell_index == -1: cell_index = n
         if not 0 <= cell_index <= n: raise BadArgumentError(f"cell_index {cell_index} out of range: insert at 0..{n}, or -1 to append")
+        if c['id'] in it.doc._by_id: c['id'] = new_id(it.doc._by_id)  # 32 random bits: thousands of cells make a clash likely enough
         it.history.apply(it.doc, InsertCells(cell_index, [c], f'insert {cell_type} cell'))
         return dict(index=cell_index, id=c['id'], cell_type=cell_type, hash=content_hash(c['source']), total=n + 1)
 
