@@ -453,13 +453,13 @@ def _parse_worker():
 def _feed(p, batches, results):
     "Give worker `p` batches until none are left (results to `results`), then None; `p` itself if it died"
     try:
-        pickle.dump([x for x in sys.path if x], p.stdin)
-        while True:
-            try: b = batches.get_nowait()
-            except queue.Empty: break
-            pickle.dump(b, p.stdin); p.stdin.flush()
-            results.put(pickle.load(p.stdout))
-        p.stdin.close()
+        with p.stdin, p.stdout:  # closed either way (stdin's end tells the worker to exit)
+            pickle.dump([x for x in sys.path if x], p.stdin)
+            while True:
+                try: b = batches.get_nowait()
+                except queue.Empty: break
+                pickle.dump(b, p.stdin); p.stdin.flush()
+                results.put(pickle.load(p.stdout))
         results.put(None)
     except (OSError, EOFError, pickle.UnpicklingError): results.put(p)
 
