@@ -18,7 +18,7 @@ from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .base import BaseManager
+from .base import BaseManager, check_wait
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
 
 # %% ../nbs/13_dialog.ipynb #4ccf4cdf
@@ -479,13 +479,16 @@ def _run_answer(self:DialogManager, it, cid:str, res) -> dict: return {**self._m
 def _run_queued(self:DialogManager, name, cid:str): self.run_message(cid, dialog_name=name)
 
 @patch
-def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=None, dialog_name:str|None=None, **prompt_kw) -> dict:
-    "Run a code message (or answer a prompt) now; it becomes the current message"
+def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=None, dialog_name:str|None=None, wait:float|None=None,
+                **prompt_kw) -> dict:
+    """Run a code message (or answer a prompt) now; it becomes the current message. `wait`: answer after at most that
+    many seconds (the run's id and outputs so far if it goes on: see `get_run`)"""
+    check_wait(wait)
     with self.edit(dialog_name) as it:
         mid = self._current(it, msg_id)
         prompt = cell2msg(it.doc.cell(mid)).msg_type == 'prompt'
-    if prompt: return self.execute_prompt(mid, dialog_name=it.name, **prompt_kw)
-    return self._run_cell(it.name, mid, timeout)
+    if prompt: return self._as_run(it.name, 'prompt', lambda: self.execute_prompt(mid, dialog_name=it.name, **prompt_kw), (), wait, mid)
+    return self._as_run(it.name, 'cell', self._run_cell, (it.name, mid, timeout), wait, mid)
 
 @patch
 async def arun_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=None, dialog_name:str|None=None) -> dict:

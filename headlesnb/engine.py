@@ -7,6 +7,7 @@ __all__ = ['Engine']
 
 # %% ../nbs/20_engine.ipynb #b763a017
 from .errors import *
+from .kernel import OUTPUT_LIMIT
 from .notebook import NotebookManager
 from .dialog import DialogManager
 from .workspace import WorkspaceManager
@@ -15,7 +16,7 @@ from .agents import AgentManager
 # %% ../nbs/20_engine.ipynb #3556f8c7
 class Engine:
     "Notebooks, dialogs and workspaces over one root folder"
-    def __init__(self, root='.', llm=None, mpl_format:str|None='png', output_limit:int|None=100_000, kernel:str|None=None,
+    def __init__(self, root='.', llm=None, mpl_format:str|None='png', output_limit:int|None=OUTPUT_LIMIT, kernel:str|None=None,
                  jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_factory=None, save_delay:float=0.2,
                  system:str|None=None, workspace_shell:bool=False, durable:bool=False):
         kw = dict(mpl_format=mpl_format, output_limit=output_limit, kernel=kernel, jupyter_url=jupyter_url, jupyter_token=jupyter_token,
@@ -25,6 +26,8 @@ class Engine:
         self.dialogs = DialogManager(self.root, llm=llm, system=system, **kw)
         self.workspaces = WorkspaceManager(self.root, notebooks=self.notebooks, dialogs=self.dialogs)
         self.workspaces.attach(self.dialogs, shell=workspace_shell)
+        self.notebooks.run_listeners.append(self.workspaces.run_ended)  # a run that outlived its call: its end is news
+        self.dialogs.run_listeners.append(lambda run: self.workspaces.run_ended(run, self.dialogs))
         self.agents = AgentManager(self.root, dialogs=self.dialogs, workspaces=self.workspaces, llm=llm)
 
     def __repr__(self): return f'Engine({str(self.root)!r})'

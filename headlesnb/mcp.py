@@ -6,12 +6,13 @@
 __all__ = ['ALIASES', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED', 'DIALOG_TOOLS', 'AGENT_TOOLS',
            'INSTRUCTIONS', 'GROUPS', 'failed', 'compact_schema', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools',
            'format_variables', 'format_variable', 'output_mime', 'output_content', 'register_resources',
-           'wants_progress', 'run_header', 'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools',
-           'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts',
-           'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
+           'wants_progress', 'run_state_line', 'run_header', 'RunTools', 'format_message', 'DialogTools',
+           'result_schema', 'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools',
+           'parse_cells_spec', 'cite_text', 'register_prompts', 'register_agent_tools', 'tool_groups', 'build_server',
+           'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
 # %% ../nbs/24_mcp.ipynb #8e6cadf4
-import argparse, base64, hmac, inspect, json, os, re, sys, threading, time, traceback
+import argparse, asyncio, base64, hmac, inspect, json, os, re, sys, threading, time, traceback
 from pathlib import Path
 from contextlib import asynccontextmanager, suppress
 from typing import Annotated, Literal
@@ -78,9 +79,10 @@ class HeadlesnbMCPServer(MCPServer):
 
     def add_tool(self, fn, name=None, *args, **kw):
         super().add_tool(fn, name, *args, **kw)
-        params = self._tool_manager.get_tool(name or fn.__name__).parameters
-        small = compact_schema(params)
-        params.clear(); params.update(small)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        small = compact_schema(tool.parameters)
+        tool.parameters.clear(); tool.parameters.update(small)
+        if tool.description: tool.description = ' '.join(tool.description.split())  # a docstring's indentation is paid for in every request
 
     async def read_resource(self, uri, context=None):
         "A resource; bytes (an image output) carry their own MIME type, not the template's"
@@ -116,8 +118,10 @@ _NbName = Annotated[str|None, Field(description="Default: the active notebook")]
 _CellRef = Annotated[int|str|None, Field(description="Cell index (0-based, <0 from the end) or id")]
 _CellId = Annotated[str|None, Field(description="Cell id (instead of cell_index)")]
 _Timeout = Annotated[float, Field(description="Seconds before interrupting (0: default)", ge=0)]
-_Interval = Annotated[float, Field(description="Seconds between progress notes (0: default)", ge=0)]
+_Interval = Annotated[float, Field(description="Seconds between progress notes", ge=0)]
 _Stream = Annotated[bool, Field(description="Ignored")]
+_Wait = Annotated[float|None, Field(description="Answer within N s; a longer run goes on (poll: get_run)", ge=0)]
+_RunId = Annotated[str, Field(description="From a run's answer or list_runs")]
 _Hash = Annotated[str|None, Field(description="Hash from a read: refused if changed since")]
 _Pos = Annotated[int|str, Field(description="Index of the new cell (-1 appends) or id of the cell to insert before")]
 
@@ -222,20 +226,24 @@ async def unuse_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Call
 
 @patch
 async def list_notebooks(self:NotebookTools) -> CallToolResult:
-    "List the notebooks in use: name, path, cells, kernel state, whether active or unsaved."
-    cols = ['name', 'path', 'cells', 'kernel', 'active', 'unsaved']
+    "List the notebooks in use: name, path, cells, kernel state, whether active or unsaved, the runs going on."
+    cols = ['name', 'path', 'cells', 'kernel', 'active', 'unsaved', 'runs']
     def fmt(rows):
-        rows = [dict(r, active='*' if r['active'] else '', unsaved='yes' if r['dirty'] else '') for r in rows]
+        rows = [dict(r, active='*' if r['active'] else '', unsaved='yes' if r['dirty'] else '', runs=' '.join(r['runs'])) for r in rows]
         items = dict(columns=cols, items=[{c: r[c] for c in cols} for r in rows], count=len(rows))
         return answer(tsv(rows, cols) if rows else "no notebooks in use: call use_notebook to open or create one", **items)
     return await self._do(self.nm.list_notebooks, fmt)
 
 @patch
 async def list_kernels(self:NotebookTools) -> CallToolResult:
-    "List each notebook's kernel: backend, kernel, pid or remote id, status, execution count."
-    cols = ['notebook', 'backend', 'kernel', 'pid', 'status', 'execution_count']
-    def fmt(rows): return answer(tsv(rows, cols) if rows else "no notebooks in use", columns=cols, items=[{c: r.get(c) for c in cols} for r in rows], count=len(rows))
-    return await self._do(self.nm.list_kernels, fmt)
+    "List each notebook's kernel (backend, kernel, pid or remote id, status, execution count), then the kernels installed."
+    cols, spec_cols = ['notebook', 'backend', 'kernel', 'pid', 'status', 'execution_count'], ['name', 'language', 'display_name']
+    def call(): return self.nm.list_kernels(), self.nm.list_kernelspecs()
+    def fmt(d):
+        rows, specs = d
+        text = (tsv(rows, cols) if rows else "no notebooks in use") + "\n\nInstalled kernels (use_notebook(kernel=NAME)):\n" + tsv(specs, spec_cols)
+        return answer(text, columns=cols, items=[{c: r.get(c) for c in cols} for r in rows], count=len(rows), kernelspecs=specs)
+    return await self._do(call, fmt)
 
 def format_variables(rows:list) -> str:
     "A kernel's variables as a table: name, type, size, short repr"
@@ -505,7 +513,57 @@ def _threaded(self:ToolGroup, call):
     return start
 
 @patch
-def _timeout(self:ToolGroup, t): return t if t and t > 0 else self.opts.timeout
+def _timeout(self:ToolGroup, t, wait=None):
+    "A run's time limit: the one given; else the server's default, or none for a run started with `wait` (it may outlive the call)"
+    return t if t and t > 0 else None if wait is not None else self.opts.timeout
+
+def run_state_line(d:dict) -> str:
+    "One line on a run that goes on (or a poll of one): its id, status, time so far, what to call next"
+    rid = d['run_id']
+    if d['done']: return f"[RUN {rid} ENDED: {d['status']} after {d['elapsed']:.1f}s]"
+    state = f"QUEUED behind {', '.join(d.get('queued_behind') or []) or 'an earlier run'}" if d['status'] == 'queued' else 'RUNNING'
+    return (f"[{state}: run {rid}, {d['elapsed']:.1f}s so far; it goes on: get_run(run_id=\"{rid}\", since={d['next']}) for what is new, "
+            f"interrupt(run_id=\"{rid}\") to stop it]")
+
+@patch
+def _fmt_going(self:ToolGroup, d:dict, what:str) -> CallToolResult:
+    "A run that goes on, or a poll of one: how it stands, then its outputs from `since` on (budgeted for the model)"
+    blocks = format_outputs(d['outputs'], self.opts, merge=False)
+    span = f"outputs {d['since']}-{d['since'] + len(d['outputs']) - 1} of {d['total_outputs']}" if d['outputs'] else f"no new output (of {d['total_outputs']})"
+    head = f"{run_state_line(d)}\n{what}: {d['status']}" + (f" [{d['execution_count']}]" if d.get('execution_count') is not None else '') + f"; {span}"
+    if d.get('reason'): head += f"; {d['reason']}"
+    items = block_items(blocks)
+    keys = ('run_id', 'status', 'elapsed', 'execution_count', 'since', 'next', 'total_outputs', 'done', 'cell_id', 'queued_behind', 'name', 'kind')
+    return answer(TextContent(type='text', text=head), *blocks, cell_id=d.get('cell_id'), result=items, outputs=items, count=len(items),
+                  images=sum(isinstance(i, dict) for i in items), **{k: d[k] for k in keys if k in d})
+
+@patch
+def _fmt_or_going(self:ToolGroup, r:dict, what:str, ended) -> CallToolResult:
+    "`ended(r)` for a run that ended within the call; else how it stands"
+    return self._fmt_going(r, what) if r.get('done') is False else ended(r)
+
+@patch
+def _background(self:ToolGroup, call, ctx:Context|None, wait):
+    "A blocking run `call(state)` as a `start` for `_run`: as `_threaded` for a run waited for to its end; with `wait` it goes on when the call is cancelled, and its end is told"
+    if wait is None: return self._threaded(call)
+    async def start(state):
+        r = await anyio.to_thread.run_sync(call, state, abandon_on_cancel=True)
+        self._tell_when_done(ctx, r)
+        return r
+    return start
+
+@patch
+def _tell_when_done(self:ToolGroup, ctx:Context|None, r:dict):
+    "When run `r` (still going after the call) ends, the client that started it gets a log notification, if it is still there"
+    if ctx is None or r.get('done') is not False: return
+    try: session, loop, run = ctx.session, asyncio.get_running_loop(), self.mgr._find_run(r['run_id'])
+    except Exception: return
+    def told(run):
+        data = dict(event='run_ended', run_id=run.id, name=run.name, status=run.status, elapsed=round(run.elapsed, 3),
+                    text=f"run {run.id} of {run.name!r} ended: {run.status} after {run.elapsed:.1f}s (get_run(run_id=\"{run.id}\") for its outputs)")
+        with suppress(Exception): asyncio.run_coroutine_threadsafe(session.send_log_message('info', data, logger='headlesnb.runs'), loop)
+    run.listeners.append(told)
+    if run.over: told(run)  # it ended while the listener was added
 
 def run_header(what:str, r:dict, timeout:float) -> str:
     "One line on how a run ended"
@@ -539,24 +597,30 @@ def _fmt_run(self:ToolGroup, r:dict, what:str, timeout:float, outputs:list|None=
     return blocks
 
 # %% ../nbs/24_mcp.ipynb #5bee0275
+def _cell_what(r:dict, verb:str='') -> str: return f"{verb}cell {r['index'] if r.get('index') is not None else '?'} (id {r.get('id') or r.get('cell_id')})"
+
 @patch
 async def execute_cell(self:NotebookTools, cell_index:_CellRef=None, timeout:_Timeout=0, stream:_Stream=True,
-        progress_interval:_Interval=5, notebook_name:_NbName=None, cell_id:_CellId=None, ctx:Context=None) -> CallToolResult:
+        progress_interval:_Interval=5, notebook_name:_NbName=None, cell_id:_CellId=None, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Run a code cell; its outputs are stored in it and returned, one block each (images as images)."
-    t, t0 = self._timeout(timeout), time.monotonic()
-    def start(st): return self.nm.aexecute_cell(self._cell(cell_index, cell_id, notebook_name), t, notebook_name)
-    def fmt(r): return self._fmt_outputs(r, f"cell {r['index'] if r.get('index') is not None else '?'} (id {r['id']})", t, t0)
+    t, t0 = self._timeout(timeout, wait), time.monotonic()
+    async def start(st):
+        r = await self.nm.aexecute_cell(self._cell(cell_index, cell_id, notebook_name), t, notebook_name, wait=wait)
+        self._tell_when_done(ctx, r); return r
+    def fmt(r): return self._fmt_or_going(r, _cell_what(r), lambda r: self._fmt_outputs(r, _cell_what(r), t, t0))
     return await self._run(ctx, start, fmt, f'cell {cell_index}', t, progress_interval)
 
 @patch
 async def insert_execute_code_cell(self:NotebookTools, cell_index:_Pos,
         cell_source:Annotated[str, Field(description="Code of the new cell")],
         timeout:_Timeout=0, stream:_Stream=True, progress_interval:_Interval=5,
-        notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
+        notebook_name:_NbName=None, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Insert a code cell at an index (-1 appends) and run it; returns its outputs."
-    t, t0 = self._timeout(timeout), time.monotonic()
-    def start(st): return self.nm.ainsert_execute_code_cell(self._ref(cell_index, notebook_name), cell_source, t, notebook_name)
-    def fmt(r): return self._fmt_outputs(r, f"inserted and ran cell {r['index'] if r.get('index') is not None else '?'} (id {r['id']})", t, t0)
+    t, t0 = self._timeout(timeout, wait), time.monotonic()
+    async def start(st):
+        r = await self.nm.ainsert_execute_code_cell(self._ref(cell_index, notebook_name), cell_source, t, notebook_name, wait=wait)
+        self._tell_when_done(ctx, r); return r
+    def fmt(r): return self._fmt_or_going(r, _cell_what(r, 'inserted '), lambda r: self._fmt_outputs(r, _cell_what(r, 'inserted and ran '), t, t0))
     return await self._run(ctx, start, fmt, 'new cell', t, progress_interval)
 
 @patch
@@ -564,40 +628,74 @@ async def execute_code(self:NotebookTools,
         code:Annotated[str, Field(description="Code to run (%magics and !shell work)")],
         timeout:_Timeout=30,
         kernel_id:Annotated[str|None, Field(description="A Jupyter server kernel to use instead")]=None,
-        progress_interval:_Interval=5, notebook_name:_NbName=None, ctx:Context=None) -> CallToolResult:
+        progress_interval:_Interval=5, notebook_name:_NbName=None, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Run code in a notebook's kernel without adding it to the notebook."
-    t, t0 = self._timeout(timeout), time.monotonic()
+    t, t0 = self._timeout(timeout, wait), time.monotonic()
     async def start(st):
-        if kernel_id is None: return await self.nm.aexecute_code(code, t, notebook_name)
+        if kernel_id is None:
+            r = await self.nm.aexecute_code(code, t, notebook_name, wait=wait)
+            self._tell_when_done(ctx, r); return r
+        if wait is not None: raise BadArgumentError("wait works with the notebooks' own kernels, not with kernel_id: leave one of them out")
         if not self.nm.jupyter_url: raise BadArgumentError("kernel_id names a kernel of a Jupyter server, and none is set: start the server with --jupyter-url, or call connect_to_jupyter(jupyter_url, jupyter_token) first")
         with make_kernel(jupyter_url=self.nm.jupyter_url, jupyter_token=self.nm.jupyter_token, kernel_id=kernel_id, output_limit=self.nm.output_limit) as k:
             return run_info(await k.arun(code, timeout=t))  # attached, not owned: closing only disconnects
-    return await self._run(ctx, start, lambda r: self._fmt_outputs(r, 'code', t, t0), 'code', t, progress_interval)
+    return await self._run(ctx, start, lambda r: self._fmt_or_going(r, 'code', lambda r: self._fmt_outputs(r, 'code', t, t0)), 'code', t, progress_interval)
 
 @patch
 async def run_all(self:NotebookTools, notebook_name:_NbName=None,
         allow_errors:Annotated[bool, Field(description="Go on after a cell fails")]=False,
         timeout:Annotated[float, Field(description="Seconds per cell (0: server default)", ge=0)]=0,
-        progress_interval:_Interval=0, ctx:Context=None) -> CallToolResult:
+        progress_interval:_Interval=0, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Run every code cell top to bottom; stops at the first error unless allow_errors (skip-execution tags honoured)."
-    t = self._timeout(timeout)
+    t = self._timeout(timeout, wait)
     def call(st):
         st['name'] = self.nm.item(notebook_name).name
         def progress(n, total): st['msg'] = f"cell {n + 1} of {total}" if n < total else f"{total} cells"
-        return self.nm.run_all(notebook_name, allow_errors, t, progress)
-    def fmt(d):
+        return self.nm.run_all(notebook_name, allow_errors, t, progress, wait=wait)
+    def fmt(r): return self._fmt_or_going(r, 'run_all', ended)
+    def ended(d):
         line = f"run_all: {d['status']}; ran {d['ran']} of {_plural(d['total'], 'code cell')}" + (f", skipped {d['skipped']}" if d['skipped'] else '')
         for e in d['errors']:
             err = e.get('error') or {}
             line += f"\ncell {e['index']} (id {e['id']}): {e['status']}" + (f": {err.get('ename')}: {one_line(err.get('evalue') or '', 300)}" if err else '')
         return [line + ("\n(read_cell shows a cell's outputs)" if d['errors'] else '')]
-    return await self._run(ctx, self._threaded(call), fmt, 'run_all', t, progress_interval)
+    return await self._run(ctx, self._background(call, ctx, wait), fmt, 'run_all', t, progress_interval)
 
 @patch
-async def interrupt(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
-    "Stop the code running in a notebook's kernel, if any."
-    return await self._do(lambda: self.nm.interrupt(notebook_name),
-                          lambda d: "interrupted the running code" if d['interrupted'] else "nothing was running")
+async def interrupt(self:NotebookTools, notebook_name:_NbName=None,
+        run_id:Annotated[str|None, Field(description="Stop only this run")]=None) -> CallToolResult:
+    "Stop the code running in a notebook's kernel (and its queued runs), or one run by its id."
+    def fmt(d):
+        if run_id is not None: return f"run {d['run_id']}: " + ("stopping it" if d['interrupted'] else f"it had already ended ({d['status']})")
+        return ("interrupted the running code" if d['interrupted'] else "nothing was running") + (f"; {_plural(d['dropped'], 'queued run')} dropped" if d.get('dropped') else '')
+    return await self._do(lambda: self.nm.interrupt(notebook_name, run_id), fmt)
+
+class RunTools(ToolGroup):
+    "The tools over every manager's runs (notebooks' and dialogs'): a run id names its manager"
+    def _owner(self, run_id):
+        return next((m for m in self.mgr if m.has_run(run_id)), self.mgr[0])  # none: the first says the id is unknown
+
+@patch
+async def get_run(self:RunTools, run_id:_RunId,
+        wait:Annotated[float, Field(description="Seconds to wait for new output or the end", ge=0)]=0,
+        since:Annotated[int, Field(description="First output wanted (the last answer's next)", ge=0)]=0) -> CallToolResult:
+    "A run's status, time so far and outputs from `since` on; with wait, answers once something new shows or it ends."
+    def poll(): return self._owner(run_id).get_run(run_id, wait, since)
+    def fmt(d): return self._fmt_going(d, f"{d['kind']} run of {d['name']!r}" + (f", cell id {d['cell_id']}" if d.get('cell_id') else ''))
+    if not wait: return await self._do(poll, fmt)  # nothing to wait for: one hop
+    async def start(st): return await anyio.to_thread.run_sync(poll, abandon_on_cancel=True)
+    return await self._run(None, start, fmt, 'get_run', 0, 0)
+
+@patch
+async def list_runs(self:RunTools, name:Annotated[str|None, Field(description="Only this notebook's (or dialog's) runs")]=None) -> CallToolResult:
+    "Runs going on, queued or ended lately: id, notebook or dialog, kind, status, seconds, cell."
+    cols = ['run_id', 'name', 'kind', 'status', 'elapsed', 'execution_count', 'cell_id', 'started']
+    def rows():
+        if name is None: return sorted((r for m in self.mgr for r in m.list_runs()), key=lambda r: r['started'] or '9')
+        mgrs = [m for m in self.mgr if name in m._items or (getattr(m, 'aliases', {}).get(name))]
+        return (mgrs or self.mgr)[0].list_runs(name)
+    def fmt(rows): return answer(tsv(rows, cols) if rows else "no runs yet", columns=cols, items=[{c: r.get(c) for c in cols} for r in rows], count=len(rows))
+    return await self._do(rows, fmt)
 
 # %% ../nbs/24_mcp.ipynb #f30bccc3
 _DlgName = Annotated[str|None, Field(description="Default: the active dialog")]
@@ -705,14 +803,14 @@ async def del_msgs(self:DialogTools,
 @patch
 async def run_msg(self:DialogTools,
         msg_id:Annotated[str|None, Field(description="Code message (default: the current one)")]=None,
-        timeout:_Timeout=0, progress_interval:_Interval=0, dialog_name:_DlgName=None, ctx:Context=None) -> CallToolResult:
+        timeout:_Timeout=0, progress_interval:_Interval=0, dialog_name:_DlgName=None, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Run a code message; outputs are stored in it and returned."
-    t = self._timeout(timeout)
+    t = self._timeout(timeout, wait)
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
-        return self.dm.run_message(msg_id, t, dialog_name)
-    def fmt(r): return self._fmt_run(r, f"message {r['id']}", t, r['output'] or [])
-    return await self._run(ctx, self._threaded(call), fmt, f'message {msg_id or "(current)"}', t, progress_interval)
+        return self.dm.run_message(msg_id, t, dialog_name, wait=wait)
+    def fmt(r): return self._fmt_or_going(r, f"message {r.get('cell_id')}", lambda r: text_result(*self._fmt_run(r, f"message {r['id']}", t, r['output'] or [])))
+    return await self._run(ctx, self._background(call, ctx, wait), fmt, f'message {msg_id or "(current)"}', t, progress_interval)
 
 @patch
 async def execute_prompt(self:DialogTools,
@@ -925,7 +1023,7 @@ def _on_workspace(wm, name:str, tool, default:str='default', opt_in=()):
     sig = inspect.signature(tool)
     def call(workspace:str=default, **kw): return wm.open_workspace(workspace).tools(opt_in=opt_in)[name](**kw)
     ws_param = inspect.Parameter('workspace', inspect.Parameter.KEYWORD_ONLY, default=default,
-                                 annotation=Annotated[str, Field(description="Workspace to act on; its state is kept in <workspace>.workspace.json")])
+                                 annotation=Annotated[str, Field(description="Workspace (kept in <name>.workspace.json)")])
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()] + [ws_param]
     call.__signature__ = sig.replace(parameters=params, return_annotation=str)
     call.__annotations__ = {p.name: p.annotation for p in params} | {'return': str}
@@ -1083,18 +1181,20 @@ def _grouped(srv:HeadlesnbMCPServer, group:str, register):
 
 def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_limit:int=20_000, *, engine:Engine|None=None,
                  timeout:float=120.0, progress_interval:float=2.0, name:str='headlesnb', durable:bool=True,
-                 workspace:str='default', shell:bool=False, tools=None) -> MCPServer:
+                 workspace:str='default', shell:bool=False, tools=None, close_engine:bool|None=None) -> MCPServer:
     """An MCP server with the notebook, dialog, workspace and agent tools over `engine` (default: a new `Engine(root)`, closed when
-    the server stops); `tools`: only these groups ('notebooks,dialogs' or a list; default: all)"""
+    the server stops; `close_engine` says whether a given one is); `tools`: only these groups ('notebooks,dialogs' or a list; default: all).
+    `durable`: every answer that acknowledges a change (an edit, a run's stored outputs) comes once it is on disk"""
     groups = tool_groups(tools)  # checked before anything starts
     eng = engine if engine is not None else Engine(root, durable=durable)
+    if close_engine is None: close_engine = engine is None
     opts = McpOptions(images=images, image_max_bytes=image_max_bytes, text_limit=text_limit,
                       timeout=timeout, progress_interval=progress_interval)
     @asynccontextmanager
     async def lifespan(srv):
         try: yield {}
         finally:
-            if engine is None: await anyio.to_thread.run_sync(eng.close)
+            if close_engine: await anyio.to_thread.run_sync(eng.close)
     srv = HeadlesnbMCPServer(name, instructions=INSTRUCTIONS, lifespan=lifespan, log_level='WARNING')
     srv.engine, srv.options = eng, opts
 
@@ -1102,6 +1202,8 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
         "Answer 'pong' (a connectivity check)."
         return text_result('pong')
     srv.add_tool(ping, annotations=ToolAnnotations(title='Ping', **_RO), structured_output=False)
+    runs = RunTools([eng.notebooks, eng.dialogs], opts)  # runs outlive their calls: these read them, whatever group started them
+    for n in ('get_run', 'list_runs'): srv.add_tool(getattr(runs, n), name=n, annotations=ToolAnnotations(title=_title(n), **_RO), structured_output=False)
     register = dict(notebooks=lambda: (register_notebook_tools(srv, eng.notebooks, opts, peers=[eng.dialogs]), register_prompts(srv, eng.notebooks)),
                     dialogs=lambda: register_dialog_tools(srv, eng.dialogs, opts),
                     workspace=lambda: register_workspace_tools(srv, eng.workspaces, opts, workspace, shell),
@@ -1167,7 +1269,8 @@ def mcp_main(argv=None):
     try:
         tool_groups(a.tools)  # a bad --tools changes nothing
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
-                           engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token))
+                           engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=True),
+                           close_engine=True)
         if a.notebook: srv.engine.notebooks.use_notebook(Path(a.notebook).stem, a.notebook)
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")
     root = srv.engine.root

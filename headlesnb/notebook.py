@@ -14,7 +14,7 @@ from .errors import *
 from .document import mk_cell, new_id
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .utils import text_diff, content_hash, check_hash, hash_list
-from .base import BaseManager
+from .base import BaseManager, check_wait
 from .paths import check_name
 
 # %% ../nbs/10_notebook.ipynb #83dec1a7
@@ -69,8 +69,9 @@ class NotebookManager(BaseManager):
 
     def _info(self, it) -> dict:
         k = it.kernel
+        with self._lock: going = [r.id for r in self._runs.values() if r.name == it.name and not r.over]
         return dict(name=it.name, path=self.rel(it.path), cells=len(it.doc.cells), active=self.active == it.name,
-                    dirty=it.doc.dirty, kernel='not started' if k is None else 'busy' if k.busy else 'idle')
+                    dirty=it.doc.dirty, kernel='not started' if k is None else 'busy' if k.busy else 'idle', runs=going)
 
     def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect', kernel:str|None=None,
                      kernel_id:str|None=None) -> dict:
@@ -269,43 +270,51 @@ def _cell_id(self:NotebookManager, notebook_name, cell_index) -> str:
     with self.edit(notebook_name) as it: return it.doc.cells[cell_pos(it.doc, cell_index)]['id']
 
 @patch
-def execute_cell(self:NotebookManager, cell_index, timeout:float|None=None, notebook_name:str|None=None) -> dict:
-    "Run a code cell in the notebook's kernel; outputs are stored in the cell and saved"
-    return self._run_cell(notebook_name, self._cell_id(notebook_name, cell_index), timeout)
+def execute_cell(self:NotebookManager, cell_index, timeout:float|None=None, notebook_name:str|None=None, wait:float|None=None) -> dict:
+    """Run a code cell in the notebook's kernel; outputs are stored in the cell and saved. `wait`: answer after at
+    most that many seconds (the run's id and outputs so far if it goes on: see `get_run`)"""
+    cid = self._cell_id(notebook_name, cell_index)
+    return self._as_run(notebook_name, 'cell', self._run_cell, (notebook_name, cid, timeout), wait, cid)
 
 @patch
-def insert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
-    "Insert a code cell at `cell_index` (-1 appends; a cell id: just before that cell) and run it"
+def insert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None,
+                             wait:float|None=None) -> dict:
+    "Insert a code cell at `cell_index` (-1 appends; a cell id: just before that cell) and run it (`wait`: as `execute_cell`)"
+    check_wait(wait)
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
-    return self._run_cell(notebook_name, ins['id'], timeout)
+    return self._as_run(notebook_name, 'cell', self._run_cell, (notebook_name, ins['id'], timeout), wait, ins['id'])
 
 @patch
-def execute_code(self:NotebookManager, code:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
-    "Run `code` in the notebook's kernel without adding it to the notebook"
-    return self._run_code(notebook_name, code, timeout)
+def execute_code(self:NotebookManager, code:str, timeout:float|None=None, notebook_name:str|None=None, wait:float|None=None) -> dict:
+    "Run `code` in the notebook's kernel without adding it to the notebook (`wait`: as `execute_cell`)"
+    return self._as_run(notebook_name, 'code', self._run_code, (notebook_name, code, timeout), wait)
 
 # %% ../nbs/10_notebook.ipynb #007351bf
 @patch
-async def aexecute_cell(self:NotebookManager, cell_index, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+async def aexecute_cell(self:NotebookManager, cell_index, timeout:float|None=None, notebook_name:str|None=None, wait:float|None=None) -> dict:
     "`execute_cell` for asyncio code"
-    return await self._arun_cell(notebook_name, self._cell_id(notebook_name, cell_index), timeout)
+    cid = self._cell_id(notebook_name, cell_index)
+    return await self._aas_run(notebook_name, 'cell', self._arun_cell, self._run_cell, (notebook_name, cid, timeout), wait, cid)
 
 @patch
-async def ainsert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+async def ainsert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None,
+                                    wait:float|None=None) -> dict:
     "`insert_execute_code_cell` for asyncio code"
+    check_wait(wait)
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
-    return await self._arun_cell(notebook_name, ins['id'], timeout)
+    return await self._aas_run(notebook_name, 'cell', self._arun_cell, self._run_cell, (notebook_name, ins['id'], timeout), wait, ins['id'])
 
 @patch
-async def aexecute_code(self:NotebookManager, code:str, timeout:float|None=None, notebook_name:str|None=None) -> dict:
+async def aexecute_code(self:NotebookManager, code:str, timeout:float|None=None, notebook_name:str|None=None, wait:float|None=None) -> dict:
     "`execute_code` for asyncio code"
-    return await self._arun_code(notebook_name, code, timeout)
+    return await self._aas_run(notebook_name, 'code', self._arun_code, self._run_code, (notebook_name, code, timeout), wait)
 
 # %% ../nbs/10_notebook.ipynb #680bb29c
 @patch
-def run_all(self:NotebookManager, notebook_name:str|None=None, allow_errors:bool=False, timeout:float|None=None, progress=None) -> dict:
-    "Run every code cell in order; stops at the first unexpected error unless `allow_errors`"
-    return self._run_all(notebook_name, allow_errors, timeout, progress)
+def run_all(self:NotebookManager, notebook_name:str|None=None, allow_errors:bool=False, timeout:float|None=None, progress=None,
+            wait:float|None=None) -> dict:
+    "Run every code cell in order; stops at the first unexpected error unless `allow_errors` (`wait`: as `execute_cell`)"
+    return self._as_run(notebook_name, 'all', self._run_all, (notebook_name, allow_errors, timeout, progress), wait)
 
 @patch
 def queue_run(self:NotebookManager, cell_indices, notebook_name:str|None=None) -> dict:
@@ -320,9 +329,9 @@ def wait_idle(self:NotebookManager, notebook_name:str|None=None, timeout:float=3
     return self._wait_idle(notebook_name, timeout)
 
 @patch
-def interrupt(self:NotebookManager, notebook_name:str|None=None) -> dict:
-    "Stop the cell running in the notebook's kernel, if any, and drop its queued runs"
-    return self._interrupt(notebook_name)
+def interrupt(self:NotebookManager, notebook_name:str|None=None, run_id:str|None=None) -> dict:
+    "Stop the cell running in the notebook's kernel, if any, and drop its queued runs; or stop only run `run_id`"
+    return self.interrupt_run(run_id) if run_id is not None else self._interrupt(notebook_name)
 
 NotebookManager.stop_execution = NotebookManager.interrupt
 
@@ -345,3 +354,11 @@ def inspect_variable(self:NotebookManager, name:str, notebook_name:str|None=None
 def list_kernels(self:NotebookManager) -> list:
     "The kernel of every open notebook"
     return [dict(notebook=it.name, **self._kernel_info(it)) for it in list(self._items.values())]
+
+@patch
+def list_kernelspecs(self:NotebookManager) -> list:
+    "The kernels a notebook can be given (`use_notebook(kernel=)`): `inprocess`, then each installed kernelspec (the Jupyter server's, with `jupyter_url`)"
+    from headlesnb.subkernel import list_kernelspecs
+    specs = list_kernelspecs(self.jupyter_url, self.jupyter_token)
+    here = [] if self.jupyter_url else [dict(name='inprocess', language='python', display_name='Python (in this process: the fastest)')]
+    return here + [dict(name=n, language=s['language'], display_name=s['display_name']) for n, s in specs.items()]

@@ -239,6 +239,14 @@ def close_workspace(self:WorkspaceManager, name:str) -> dict:
     return dict(name=it.name, path=self.rel(it.path), closed=True)
 
 @patch
+def run_ended(self:WorkspaceManager, run, dialogs=None):
+    "A run that outlived its call ended: a notification in the dialog's own workspace (`dialogs`), or in every open workspace for a notebook's"
+    text = f"run {run.id} of {run.name!r} ended: {run.status} after {run.elapsed:.1f}s (get_run for its outputs)"
+    try: targets = [self.for_dialog(run.name, dialogs)] if dialogs is not None else [it.doc for it in list(self._items.values()) if it.doc.dialog is None]
+    except HeadlesnbError: return  # the dialog was closed meanwhile
+    for ws in targets: ws.notify(text)
+
+@patch
 def list_workspaces(self:WorkspaceManager) -> list:
     "`info()` of every open workspace"
     return [it.doc.info() for it in list(self._items.values())]
