@@ -1,0 +1,317 @@
+"""`headlesnb run` for pipelines, against real services started here: an S3 server (moto's server mode, with IAM
+credentials checked), fsspec's memory://, a local http.server, real `dask scheduler`/`dask worker` processes (one killed
+mid-notebook), scrapbook reading our outputs; --cells, --skip-tag, --total-timeout and --summary on notebooks with parameters."""
+import json, os, re, signal, socket, subprocess, sys, time
+from pathlib import Path
+import nbformat, pytest
+
+HB = [sys.executable, '-m', 'headlesnb.cli', 'run']
+KS = {'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}}
+SECRET_FILE_WORDS = ('AWS_SECRET_ACCESS_KEY',)
+
+def hb(*args, env=None, cwd=None, timeout=120):
+    return subprocess.run([*HB, *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
+
+def mk_nb(path, *cells):
+    "A notebook file; each cell is a source string or (source, tags)"
+    nb = nbformat.v4.new_notebook(metadata=dict(KS))
+    for i, c in enumerate(cells):
+        src, tags = (c, []) if isinstance(c, str) else c
+        cell = nbformat.v4.new_code_cell(src)
+        if tags: cell.metadata['tags'] = tags
+        cell.id = f'c{i}'
+        nb.cells.append(cell)
+    nbformat.write(nb, path)
+    return path
+
+def texts(cell): return ''.join(o.get('text', '') for o in cell.get('outputs', []) if o['output_type'] == 'stream')
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+def wait_port(port:int, proc, what:str, timeout:float=30):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None: raise RuntimeError(f'{what} exited with {proc.returncode}')
+        try: socket.create_connection(('127.0.0.1', port), 0.2).close(); return
+        except OSError: time.sleep(0.1)
+    raise RuntimeError(f'{what} did not listen on {port} within {timeout}s')
+
+def stop(proc):
+    "Stop a process we started, by its PID"
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try: proc.wait(10)
+        except subprocess.TimeoutExpired: proc.kill(); proc.wait()
+
+# ---------------------------------------------------------------------------------------------------------------
+# S3: moto's server, with IAM credentials checked (the first 4 requests, which make the user, its key, its policy and
+# the bucket, go without; every later one is signed and checked)
+
+@pytest.fixture(scope='module')
+def s3():
+    boto3 = pytest.importorskip('boto3'); pytest.importorskip('s3fs')
+    port = free_port()
+    proc = subprocess.Popen(['moto_server', '-H', '127.0.0.1', '-p', str(port)], env={**os.environ, 'INITIAL_NO_AUTH_ACTION_COUNT': '4'},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, proc, 'moto_server')
+        url = f'http://127.0.0.1:{port}'
+        iam = boto3.client('iam', endpoint_url=url, region_name='us-east-1', aws_access_key_id='setup', aws_secret_access_key='setup')
+        iam.create_user(UserName='pipeline')
+        key = iam.create_access_key(UserName='pipeline')['AccessKey']
+        iam.put_user_policy(UserName='pipeline', PolicyName='all', PolicyDocument=json.dumps(
+            {'Version': '2012-10-17', 'Statement': [{'Effect': 'Allow', 'Action': '*', 'Resource': '*'}]}))
+        env = {**os.environ, 'AWS_ACCESS_KEY_ID': key['AccessKeyId'], 'AWS_SECRET_ACCESS_KEY': key['SecretAccessKey'],
+               'AWS_ENDPOINT_URL': url, 'AWS_DEFAULT_REGION': 'us-east-1'}
+        boto3.client('s3', endpoint_url=url, region_name='us-east-1', aws_access_key_id=key['AccessKeyId'],
+                     aws_secret_access_key=key['SecretAccessKey']).create_bucket(Bucket='nbs')
+        yield env
+    finally: stop(proc)
+
+def s3fs_for(env):
+    import s3fs
+    return s3fs.S3FileSystem(key=env['AWS_ACCESS_KEY_ID'], secret=env['AWS_SECRET_ACCESS_KEY'],
+                             endpoint_url=env['AWS_ENDPOINT_URL'], skip_instance_cache=True)
+
+def test_s3_read_write_params_streams_summary_and_no_secret_anywhere(s3, tmp_path):
+    fs, secret = s3fs_for(s3), s3['AWS_SECRET_ACCESS_KEY']
+    src = mk_nb(tmp_path / 'in.ipynb', ('n = 1', ['parameters']), 'import os\nprint("cwd", os.getcwd())\nprint(n * 2)',
+                'import sys; print("to stderr", file=sys.stderr)')
+    fs.put(str(src), 'nbs/t1/in.ipynb')
+    fs.pipe_file('nbs/t1/params.yaml', b'n: 21\n')
+    r = hb('s3://nbs/t1/in.ipynb', 's3://nbs/t1/out.ipynb', '-f', 's3://nbs/t1/params.yaml', '--log-output', '--log-level', 'DEBUG',
+           '--stdout-file', 's3://nbs/t1/stdout.txt', '--stderr-file', tmp_path / 'stderr.txt', '--summary', tmp_path / 'summary.jsonl', env=s3)
+    assert r.returncode == 0, r.stderr
+    out = nbformat.reads(fs.cat_file('nbs/t1/out.ipynb').decode(), as_version=4)
+    assert texts(out.cells[2]).splitlines()[1] == '42'
+    cwd = texts(out.cells[2]).splitlines()[0].split(' ', 1)[1]
+    assert Path(cwd).name.startswith('headlesnb-cwd-') and not Path(cwd).exists()  # a temporary folder, removed after
+    assert out.metadata.papermill.input_path == 's3://nbs/t1/in.ipynb'
+    assert fs.cat_file('nbs/t1/stdout.txt').decode() == f'cwd {cwd}\n42\n'
+    s = json.loads((tmp_path / 'summary.jsonl').read_text())
+    assert (s['status'], s['exit_code'], s['input'], s['output']) == ('ok', 0, 's3://nbs/t1/in.ipynb', 's3://nbs/t1/out.ipynb')
+    everything = [r.stdout, r.stderr, (tmp_path / 'stderr.txt').read_text(), (tmp_path / 'summary.jsonl').read_text()] + \
+                 [fs.cat_file(f).decode() for f in fs.find('nbs/t1')]
+    assert all(secret not in t for t in everything)
+    assert all(s3['AWS_ACCESS_KEY_ID'] not in t for t in everything)
+
+def test_s3_autosave_writes_partial_outputs_to_the_same_url(s3, tmp_path):
+    fs = s3fs_for(s3)
+    src = mk_nb(tmp_path / 'slow.ipynb', 'print("first")', 'import time\nprint("second", flush=True)\ntime.sleep(8)', 'print("third")')
+    fs.put(str(src), 'nbs/t2/slow.ipynb')
+    p = subprocess.Popen([*HB, 's3://nbs/t2/slow.ipynb', 's3://nbs/t2/out.ipynb', '--autosave-cell-every', '1'], env=s3,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        seen, end = None, time.monotonic() + 60
+        while time.monotonic() < end and p.poll() is None:
+            try:
+                nb = nbformat.reads(s3fs_for(s3).cat_file('nbs/t2/out.ipynb').decode(), as_version=4)
+                if 'second' in texts(nb.cells[1]): seen = nb; break
+            except FileNotFoundError: pass
+            time.sleep(0.3)
+        assert seen is not None, 'no partial output reached the store while the cell ran'
+        assert texts(seen.cells[0]) == 'first\n' and texts(seen.cells[2]) == ''  # the third cell had not run
+    finally: out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert texts(nbformat.reads(fs.cat_file('nbs/t2/out.ipynb').decode(), as_version=4).cells[2]) == 'third\n'
+
+def test_s3_output_dir_with_several_notebooks(s3, tmp_path):
+    fs = s3fs_for(s3)
+    for i in range(2): fs.pipe_file(f'nbs/t3/in/n{i}.ipynb', mk_nb(tmp_path / f'n{i}.ipynb', f'print({i} + 40)').read_bytes())
+    r = hb('s3://nbs/t3/in/n0.ipynb', 's3://nbs/t3/in/n1.ipynb', '--output-dir', 's3://nbs/t3/out', '--jobs', '2', '--summary', '-', env=s3)
+    assert r.returncode == 0, r.stderr
+    for i in range(2):
+        assert texts(nbformat.reads(fs.cat_file(f'nbs/t3/out/n{i}.ipynb').decode(), as_version=4).cells[0]) == f'{i + 40}\n'
+    assert [json.loads(l)['output'] for l in r.stdout.splitlines()] == ['s3://nbs/t3/out/n0.ipynb', 's3://nbs/t3/out/n1.ipynb']
+    assert re.search(r'^notebook +status', r.stderr, re.M)  # (the table goes to stderr when stdout carries the summary)
+
+def test_s3_wrong_credentials_say_which_store_refused_and_write_nothing(s3, tmp_path):
+    fs = s3fs_for(s3)
+    fs.pipe_file('nbs/t4/in.ipynb', mk_nb(tmp_path / 'in.ipynb', 'print(1)').read_bytes())
+    bad = {**s3, 'AWS_SECRET_ACCESS_KEY': 'wrong-secret-0123456789'}
+    r = hb('s3://nbs/t4/in.ipynb', tmp_path / 'out.ipynb', env=bad)
+    assert r.returncode == 2 and 's3://nbs/t4/in.ipynb: the store refused reading the notebook' in r.stderr, r.stderr
+    assert 'wrong-secret-0123456789' not in r.stderr + r.stdout and not (tmp_path / 'out.ipynb').exists()
+    mk_nb(tmp_path / 'local.ipynb', 'print(1)')
+    r = hb(tmp_path / 'local.ipynb', 's3://nbs/t4/out.ipynb', env=bad)
+    assert r.returncode == 2 and 's3://nbs/t4/out.ipynb: the store refused access to the output' in r.stderr, r.stderr
+    assert 'wrong-secret-0123456789' not in r.stderr and not fs.exists('nbs/t4/out.ipynb')
+
+# ---------------------------------------------------------------------------------------------------------------
+# Other stores: a missing package, memory://, http(s)://
+
+def test_a_protocol_no_installed_package_serves_names_the_extra(tmp_path):
+    mk_nb(tmp_path / 'in.ipynb', 'print(1)')
+    for url in ('oci://bucket@ns/in.ipynb', 'nosuchstore://x/in.ipynb'):
+        r = hb(url, tmp_path / 'out.ipynb')
+        assert r.returncode == 2 and "pip install 'headlesnb[cloud]'" in r.stderr, r.stderr
+        r = hb(tmp_path / 'in.ipynb', url.replace('in.ipynb', 'out.ipynb'))
+        assert r.returncode == 2 and "pip install 'headlesnb[cloud]'" in r.stderr, r.stderr
+    assert not (tmp_path / 'out.ipynb').exists()
+
+def test_memory_urls_through_the_python_api(tmp_path):
+    script = '''
+import fsspec, json, nbformat
+from headlesnb.run import run_notebook, execute_notebook
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1'), nbformat.v4.new_code_cell('print(x + 1)')])
+nb.cells[0].metadata['tags'] = ['parameters']
+fs = fsspec.filesystem('memory')
+fs.pipe_file('/p/in.ipynb', nbformat.writes(nb).encode())
+s = run_notebook('memory://p/in.ipynb', 'memory://p/out.ipynb', dict(x=41))
+out = nbformat.reads(fs.cat_file('/p/out.ipynb').decode(), as_version=4)
+print(json.dumps([s['status'], s['cells_run'], out.cells[2].outputs[0].text]))
+'''
+    r = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[-1]) == ['ok', 3, '42\n']
+
+def test_http_input_from_a_local_http_server(tmp_path):
+    pytest.importorskip('aiohttp')
+    site = tmp_path / 'site'; site.mkdir()
+    mk_nb(site / 'in.ipynb', ('n = 1', ['parameters']), 'print(n * 3)')
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, '-m', 'http.server', '--bind', '127.0.0.1', str(port)], cwd=site,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, srv, 'http.server')
+        r = hb(f'http://127.0.0.1:{port}/in.ipynb', tmp_path / 'out.ipynb', '-p', 'n', '14')
+        assert r.returncode == 0, r.stderr
+        assert texts(nbformat.read(tmp_path / 'out.ipynb', as_version=4).cells[2]) == '42\n'
+        r = hb(f'http://127.0.0.1:{port}/none.ipynb', tmp_path / 'none.ipynb')
+        assert r.returncode == 2 and f'http://127.0.0.1:{port}/none.ipynb: no such notebook' in r.stderr, r.stderr
+    finally: stop(srv)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chosen cells, a whole-run limit, values out
+
+def test_cells_and_skip_tag_on_a_notebook_with_parameters(tmp_path):
+    src = mk_nb(tmp_path / 'in.ipynb', ('n = 1', ['parameters']), 'print("a", n)', ('print("slow")', ['slow']), 'print("c", n)', 'print("d")')
+    nb = nbformat.read(src, as_version=4)
+    nb.cells[4].outputs = [nbformat.v4.new_output('stream', name='stdout', text='old d\n')]
+    nbformat.write(nb, src)
+    r = hb(src, tmp_path / 'o1.ipynb', '-p', 'n', '7', '--skip-tag', 'slow', '--skip-tag', 'other')
+    assert r.returncode == 0, r.stderr
+    out = nbformat.read(tmp_path / 'o1.ipynb', as_version=4)
+    assert [texts(c) for c in out.cells] == ['', '', 'a 7\n', '', 'c 7\n', 'd\n'] and 'ran 5 of 6 code cells' in r.stderr
+    r = hb(src, tmp_path / 'o2.ipynb', '-p', 'n', '8', '--cells', '3,id:c1')
+    assert r.returncode == 0, r.stderr
+    out = nbformat.read(tmp_path / 'o2.ipynb', as_version=4)
+    assert [texts(c) for c in out.cells] == ['', '', 'a 8\n', '', 'c 8\n', 'old d\n']  # the last cell kept its old output
+    assert out.cells[0].source == 'n = 1' and out.cells[1].source.endswith('n = 8\n')
+    for bad, says in ((['--cells', '1-x'], "'1-x' is not an index"), (['--cells', '9'], 'names cells the notebook lacks (it has 5 cells'),
+                      (['--cells', 'id:zz'], "no cell with id 'zz'"), (['--skip-tag', ''], '--skip-tag needs a tag name'),
+                      (['--total-timeout', '0'], "'0': must be more than 0")):
+        r = hb(src, tmp_path / 'bad.ipynb', *bad)
+        assert r.returncode == 2 and says in r.stderr, (bad, r.stderr)
+        assert not (tmp_path / 'bad.ipynb').exists()
+
+@pytest.mark.parametrize('kernel', ['inprocess', 'python3'])
+def test_total_timeout_writes_what_ran_and_exits_124(tmp_path, kernel):
+    src = mk_nb(tmp_path / 'in.ipynb', ('n = 1', ['parameters']), 'print("before", n)', 'import time\nwhile True: time.sleep(0.01)', 'print("never")')
+    t = time.monotonic()
+    r = hb(src, tmp_path / 'out.ipynb', '-p', 'n', '5', '-k', kernel, '--total-timeout', '4', '--summary', tmp_path / 's.json')
+    assert r.returncode == 124, r.stderr
+    assert time.monotonic() - t < 25
+    assert 'stopped at cell 4 (id c2): the run passed its --total-timeout of 4s; the outputs so far are written' in r.stderr
+    out = nbformat.read(tmp_path / 'out.ipynb', as_version=4)
+    assert texts(out.cells[3]) == 'before 5\n' and texts(out.cells[5]) == ''
+    s = json.loads((tmp_path / 's.json').read_text())
+    assert (s['status'], s['exit_code'], s['failure']['cell_id']) == ('timeout', 124, 'c2')
+
+def test_scrapbook_reads_our_outputs_and_the_summary_has_the_scraps(tmp_path):
+    sb = pytest.importorskip('scrapbook'); pytest.importorskip('pyarrow')
+    src = mk_nb(tmp_path / 'in.ipynb', ('n = 1', ['parameters']),
+                'import scrapbook as sb, pandas as pd\nsb.glue("answer", n * 2)\nsb.glue("words", "a b c")\n'
+                'sb.glue("table", {"rows": [1, 2]})\nsb.glue("frame", pd.DataFrame({"x": [1, 2]}))', 'raise ValueError("boom")')
+    for kernel in ('inprocess', 'python3'):
+        r = hb(src, tmp_path / f'{kernel}.ipynb', '-p', 'n', '21', '-k', kernel, '--summary', tmp_path / f'{kernel}.json')
+        assert r.returncode == 1, r.stderr
+        scraps = sb.read_notebook(str(tmp_path / f'{kernel}.ipynb')).scraps
+        assert (scraps['answer'].data, scraps['words'].data, scraps['table'].data) == (42, 'a b c', {'rows': [1, 2]})
+        assert list(scraps['frame'].data['x']) == [1, 2]
+        s = json.loads((tmp_path / f'{kernel}.json').read_text())
+        assert s['scraps'] == {'answer': 42, 'words': 'a b c', 'table': {'rows': [1, 2]},  # a data frame: by encoder and MIME type
+                               'frame': {'encoder': 'pandas', 'mime_type': 'application/scrapbook.scrap.pandas+json'}}
+        assert (s['status'], s['exit_code'], s['failure']['ename'], s['failure']['evalue']) == ('failed', 1, 'ValueError', 'boom')
+        assert [c['cell_id'] for c in s['cell_seconds']] == ['c0', s['cell_seconds'][1]['cell_id'], 'c1', 'c2']
+
+def test_a_k_batch_runs_on_warm_kernels_with_the_same_lines_table_and_summary(tmp_path):
+    for i in range(3): mk_nb(tmp_path / f'n{i}.ipynb', ('i = 0', ['parameters']), f'print({i} * 10 + i)' if i != 1 else 'raise KeyError("k")')
+    r = hb(*(tmp_path / f'n{i}.ipynb' for i in range(3)), '--output-dir', tmp_path / 'out', '-k', 'python3', '--jobs', '2', '-p', 'i', '2',
+           '--summary', tmp_path / 's.jsonl')
+    assert r.returncode == 1, r.stderr
+    assert "n1.ipynb: failed, 3/3 cells" in r.stderr and "(cell 3 (id c1): KeyError)" in r.stderr
+    assert 'headlesnb: cell 3 (id c1) failed: KeyError' in r.stderr  # its log, after the table
+    s = [json.loads(l) for l in (tmp_path / 's.jsonl').read_text().splitlines()]
+    assert [x['status'] for x in s] == ['ok', 'failed', 'ok'] and [x['exit_code'] for x in s] == [0, 1, 0]
+    assert texts(nbformat.read(tmp_path / 'out' / 'n2.ipynb', as_version=4).cells[2]) == '22\n'
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dask: real scheduler and worker processes
+
+@pytest.fixture
+def dask_cluster(tmp_path):
+    "A `dask scheduler` and a function starting `dask worker` processes (no nanny: a killed worker stays dead); stopped by PID"
+    pytest.importorskip('distributed')
+    port, procs = free_port(), []
+    env = {**os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}
+    sched = subprocess.Popen(['dask', 'scheduler', '--host', '127.0.0.1', '--port', str(port), '--no-dashboard', '--no-show'],
+                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / 'scheduler.log', 'w'), env=env)
+    procs.append(sched)
+    def worker():
+        w = subprocess.Popen(['dask', 'worker', f'tcp://127.0.0.1:{port}', '--host', '127.0.0.1', '--nthreads', '1', '--no-nanny',
+                              '--no-dashboard'], stdout=subprocess.DEVNULL, stderr=open(tmp_path / f'worker{len(procs)}.log', 'w'), env=env)
+        procs.append(w)
+        return w
+    try:
+        wait_port(port, sched, 'dask scheduler')
+        yield f'tcp://127.0.0.1:{port}', worker
+    finally:
+        for p in reversed(procs): stop(p)
+
+def _wait_workers(address, n, timeout=60):
+    from distributed import Client
+    with Client(address, timeout=30) as c: c.wait_for_workers(n, timeout=timeout)
+
+def test_cluster_runs_a_batch_and_a_killed_worker_reruns_once_then_fails(dask_cluster, tmp_path):
+    address, worker = dask_cluster
+    workers = {w.pid: w for w in (worker() for _ in range(4))}
+    # each attempt of a 'victim' notebook writes its worker's pid (its process's parent) and waits; the test kills that worker
+    victim = lambda name, times: mk_nb(tmp_path / f'{name}.ipynb', ('n = 0', ['parameters']),
+        f'import os, pathlib, time\nm = pathlib.Path({str(tmp_path)!r}) / "{name}.attempts"\ntried = len(m.read_text().split()) if m.exists() else 0\n'
+        f'm.write_text((m.read_text() if m.exists() else "") + str(os.getppid()) + " ")\n'
+        f'if tried < {times}: time.sleep(120)\nprint("done", n, tried)')
+    nbs = [victim('once', 1), victim('twice', 2)] + [mk_nb(tmp_path / f'ok{i}.ipynb', ('n = 0', ['parameters']), 'print("ok", n)') for i in range(2)]
+    _wait_workers(address, 4)
+    p = subprocess.Popen([*HB, *nbs, '--output-dir', tmp_path / 'out', '--cluster', address, '-p', 'n', '3', '--summary', tmp_path / 's.jsonl'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    killed, end = [], time.monotonic() + 150
+    try:
+        while p.poll() is None and time.monotonic() < end:
+            for name, times in (('once', 1), ('twice', 2)):
+                pids = (tmp_path / f'{name}.attempts').read_text().split() if (tmp_path / f'{name}.attempts').exists() else []
+                for pid in map(int, pids[:times]):
+                    if pid in workers and pid not in killed: os.kill(pid, signal.SIGKILL); workers[pid].wait(); killed.append(pid)
+            time.sleep(0.2)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None: p.kill(); p.communicate()
+    assert len(killed) == 3, (killed, err)
+    assert p.returncode == 1, err
+    s = {Path(x['input']).stem: x for x in map(json.loads, (tmp_path / 's.jsonl').read_text().splitlines())}
+    assert s['once']['status'] == 'ok' and 'died while running it' in s['once']['message'], s['once']
+    assert texts(nbformat.read(tmp_path / 'out' / 'once.ipynb', as_version=4).cells[2]) == 'done 3 1\n'
+    assert (s['twice']['status'], s['twice']['exit_code']) == ('dead', 138) and 'the workers running it died' in s['twice']['message']
+    assert s['ok0']['status'] == s['ok1']['status'] == 'ok'  # nothing else lost
+    assert 'twice.ipynb: dead' in err and 'once.ipynb: ok' in err
+    assert len((tmp_path / 'twice.attempts').read_text().split()) == 2  # it ran twice, not a third time
+
+def test_cluster_unreachable_is_an_error_within_the_start_timeout(tmp_path):
+    pytest.importorskip('distributed')
+    mk_nb(tmp_path / 'a.ipynb', 'print(1)')
+    t = time.monotonic()
+    r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out', '--cluster', f'tcp://127.0.0.1:{free_port()}', '--start-timeout', '2')
+    assert r.returncode == 2 and 'no Dask scheduler answered within 2s' in r.stderr, r.stderr
+    assert time.monotonic() - t < 20 and not (tmp_path / 'out' / 'a.ipynb').exists()
