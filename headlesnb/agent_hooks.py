@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['HOOK_COMMAND', 'HOOK_EVENTS', 'claude_activity', 'last_assistant_text', 'handle_hook', 'hook_main',
-           'claude_settings_path', 'install_hooks']
+           'claude_settings_path', 'hooks_missing', 'install_hooks']
 
 # %% ../nbs/29a_agent_hooks.ipynb #b03b7df2
 import json, os, sys
@@ -93,6 +93,17 @@ def hook_main(event:str, stdin=None, env=None) -> int:
 # %% ../nbs/29a_agent_hooks.ipynb #a0575646
 def claude_settings_path() -> Path:
     return Path(os.environ.get('CLAUDE_CONFIG_DIR') or Path.home() / '.claude') / 'settings.json'
+
+def hooks_missing(agent:str, path=None) -> list:
+    "The Claude Code events whose headlesnb hook is not in the settings at `path`, for a `claude-code` agent (else [])"
+    if agent != 'claude-code': return []
+    path = Path(path) if path else claude_settings_path()
+    try: hooks = json.loads(path.read_text()).get('hooks') or {}
+    except (OSError, ValueError, AttributeError): hooks = {}
+    def has(event, cmd):
+        entries = hooks.get(event) if isinstance(hooks, dict) else None
+        return any(isinstance(h, dict) and h.get('command') == cmd for e in entries or [] if isinstance(e, dict) for h in e.get('hooks') or [])
+    return [e for e, sub in HOOK_EVENTS.items() if not has(e, f'{HOOK_COMMAND} {sub}')]
 
 def install_hooks(path=None) -> dict:
     "Merge headlesnb's hooks into Claude Code's settings at `path`; `{'path', 'added': [events]}`"

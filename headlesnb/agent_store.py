@@ -16,7 +16,7 @@ from .errors import *
 
 # %% ../nbs/15a_agent_store.ipynb #d9f8a105
 TASK_TYPES = ('explore', 'implement', 'test', 'review', 'refactor')
-STATES = ('pending', 'running', 'done', 'aborted')  # scope's four states, the only ones
+STATES = ('pending', 'running', 'interrupted', 'done', 'aborted')  # scope's four, and `interrupted`: a dialog agent whose host died (`resume` continues it)
 LIVE, FINISHED = ('pending', 'running'), ('done', 'aborted')
 SESSION_FILES = ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'contract.md', 'tmux', 'created_at')
 ERROR = 'error: '  # how the result of every agent that ended in an error starts
@@ -47,9 +47,10 @@ def ancestors(id:str) -> list:
     while (id := parent_of(id)): res.append(id)
     return res
 
-def tmux_name(id:str) -> str:
-    "The tmux session of agent `id` (tmux does not allow dots in session names)"
-    return 'scope-' + id.replace('.', '_')
+def tmux_name(id:str, root) -> str:
+    "The tmux session of agent `id` of the tree at `root`: the root's hash in it, so two projects on one tmux server never share a name (tmux allows no dots)"
+    import hashlib
+    return f"scope-{hashlib.sha1(str(Path(root).resolve()).encode()).hexdigest()[:8]}-{id.replace('.', '_')}"
 
 # %% ../nbs/15a_agent_store.ipynb #8d2d86a4
 def find_root(start='.') -> Path:
@@ -169,7 +170,7 @@ def create(self:SessionStore, parent:str, files:dict, fill=None) -> str:
     return id
 
 # %% ../nbs/15a_agent_store.ipynb #a4fcbf22
-_EXTRA = ('inputs', 'runner', 'host', 'pid', 'worktree', 'branch', 'base', 'merged', 'exit_status', 'model', 'tmux_session')
+_EXTRA = ('inputs', 'runner', 'host', 'pid', 'worktree', 'branch', 'base', 'merged', 'exit_status', 'model', 'tmux_session', 'delivered', 'screen')
 _FIELDS = ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'tmux', 'created_at') + _EXTRA
 
 @patch
@@ -186,7 +187,8 @@ def load(self:SessionStore, id:str) -> dict|None:
                 agent=f['agent'].strip() or 'claude-code', created_at=f['created_at'].strip(), tmux=(f['tmux'] or f['tmux_session']).strip(),  # (scope's UX redesign names it tmux_session)
                 inputs=[l for l in f['inputs'].split('\n') if l], runner=f['runner'].strip(), host=f['host'].strip(),
                 pid=f['pid'].strip(), worktree=f['worktree'].strip(), branch=f['branch'].strip(), base=f['base'].strip(),
-                merged=f['merged'].strip(), exit_status=f['exit_status'].strip(), model=f['model'].strip())
+                merged=f['merged'].strip(), exit_status=f['exit_status'].strip(), model=f['model'].strip(),
+                delivered=f['delivered'].strip(), screen=f['screen'].rstrip())
 
 _RACY_NS = 1_000_000_000  # file times are coarse (a few ms here, 2 s on FAT): a file changed this recently may change again unseen
 

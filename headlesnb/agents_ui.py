@@ -77,9 +77,11 @@ class _Parser(argparse.ArgumentParser):
 AGENT_COMMANDS = dict(  # name -> what it does (the help line of `headlesnb --help` and of the command)
     spawn='start an agent on a task (its type routes it to an agent); prints its id',
     poll="print an agent's state as JSON",
-    wait='wait for agents to finish; prints their results as JSON (exit 2 on timeout)',
-    abort='abort an agent and all its subagents; returns when they are stopped',
-    merge="merge a worktree agent's branch into the current branch and remove its worktree",
+    wait='wait for agents to finish; prints their results as JSON (exit 2 on timeout, 3 when one failed, was aborted or interrupted)',
+    abort='abort an agent and all its subagents; returns when they are stopped (a finished agent is left as it is)',
+    merge="merge a worktree agent's branch into the current branch (its worktree stays until cleanup)",
+    resume='continue an interrupted dialog agent (its host process died) from its last message',
+    cleanup='remove the worktrees of agents that are merged and finished; lists those kept, and why',
     agents='the live tree of agents, with the chosen agent in a tmux split beside it',
     hook='Claude Code hook handler (reads the hook JSON on stdin)',
     setup="install the hooks into Claude Code's settings, the spawn heuristics into CLAUDE.md, and check tmux")
@@ -104,6 +106,9 @@ def agents_parser() -> argparse.ArgumentParser:
     c.add_argument('ids', nargs='+', metavar='ID'); c.add_argument('--timeout', type=float, default=None, help='seconds to wait at most')
     c = cmd('abort'); c.add_argument('id')
     c = cmd('merge'); c.add_argument('id')
+    c.add_argument('--stop', action='store_true', help="end the finished agent's CLI first if it still runs (Claude Code stays at its prompt)")
+    c = cmd('resume'); c.add_argument('id')
+    c = cmd('cleanup')
     c = cmd('agents')
     c.add_argument('--agent', default=None, help='the agent that n (new) starts: ' + agent_help)
     c.add_argument('--here', action='store_true', help='run in this terminal even outside tmux (no split view)')
@@ -117,7 +122,7 @@ def agents_parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/29_agents_ui.ipynb #1c890529
 def agents_main(argv=None) -> int:
-    "Run one agents subcommand (`spawn`, `poll`, `wait`, `abort`, `merge`, `agents`, `hook`, `setup`); the exit status"
+    "Run one agents subcommand (`spawn`, `poll`, `wait`, `abort`, `merge`, `resume`, `cleanup`, `agents`, `hook`, `setup`); the exit status"
     argv = sys.argv[1:] if argv is None else list(argv)
     a = agents_parser().parse_args(argv)
     if a.cmd is None: agents_parser().print_help(); return 1
@@ -134,18 +139,31 @@ def agents_main(argv=None) -> int:
             return tree_in_tmux(root, a.agent)  # outside tmux: the tree in a tmux session of its own, so agents open beside it
         am = AgentManager(root, dialog_host='process')
         if a.cmd == 'spawn':
-            print(am.spawn(a.task, a.task_type, a.agent, a.inputs, parent=am.env_parent(), worktree=a.worktree, model=a.model))
+            id = am.spawn(a.task, a.task_type, a.agent, a.inputs, parent=am.env_parent(), worktree=a.worktree, model=a.model)
+            print(id)
+            if (missing := hooks_missing(am.store.read(id, 'agent'))):
+                print(f"headlesnb spawn: warning: headlesnb's Claude Code hooks are not installed ({', '.join(missing)} missing in {claude_settings_path()}): "
+                      f"agent {id} is seen done from its screen only, later and without its activity; run `headlesnb setup` to install them", file=sys.stderr)
         elif a.cmd == 'poll': print(json.dumps(poll_json(am.poll(a.id)), ensure_ascii=False))
         elif a.cmd == 'wait':
             r = am.wait(a.ids, timeout=a.timeout)
             print(json.dumps(dict(results=[poll_json(x) for x in r['results']]), ensure_ascii=False))
-            return 2 if r['timed_out'] else 0
+            if r['timed_out']: return 2
+            return 3 if any(x['status'] != 'done' or x['error'] for x in r['results']) else 0  # (so `wait && merge` merges only a success)
         elif a.cmd == 'abort':
             r = am.abort(a.id)
             print(f"aborted {', '.join(r['aborted']) or 'nothing'}" + (f" (already finished: {', '.join(r['finished'])})" if r['finished'] else ''))
         elif a.cmd == 'merge':
-            r = am.merge(a.id)
-            print(f"merged {r['branch']} into {r['into']} ({r['diff']}): {r['commit'][:12]}")
+            r = am.merge(a.id, stop=a.stop)
+            print(f"merged {r['branch']} into {r['into']} ({r['diff']}): {r['commit'][:12]}; its worktree {r['worktree']} stays until `headlesnb cleanup`")
+        elif a.cmd == 'resume':
+            r = am.resume(a.id)
+            print(f"resumed agent {r['id']} ({r['status']})")
+        elif a.cmd == 'cleanup':
+            r = am.cleanup()
+            for x in r['removed']: print(f"removed {x['worktree']} (agent {x['id']}, merged; branch {x['branch']} kept)")
+            for x in r['kept']: print(f"kept {x['worktree']} (agent {x['id']}): {x['why']}")
+            if not r['removed'] and not r['kept']: print('no worktrees')
         elif a.cmd == 'agents': return run_tui(am, a.agent)
         return 0
     except HeadlesnbError as e:
@@ -182,11 +200,13 @@ def visible_forest(tree:list, hide_finished:bool) -> list:
     return res
 
 def parse_new(line:str, task_type:str='implement', agent:str|None=None, model:str|None=None) -> dict:
-    "The one line `n` asks for: the task, with `--type T`, `--agent A`, `--model M` anywhere in it changing the defaults"
-    opts = dict(type=task_type, agent=agent, model=model)
+    "The one line `n` asks for: the task, with `spawn`'s options `--type T`, `--agent A`, `--model M`, `--worktree` anywhere in it"
+    opts = dict(type=task_type, agent=agent, model=model, worktree=False)
     def take(m): opts[m[1]] = m[2]; return ' '
+    def flag(m): opts['worktree'] = True; return ' '
     task = re.sub(r'(?:^|\s)--(type|agent|model)(?:=|\s+)(\S+)(?=\s|$)', take, line)
-    return dict(task=' '.join(task.split()), task_type=opts['type'], agent=opts['agent'], model=opts['model'])
+    task = re.sub(r'(?:^|\s)--worktree(?=\s|$)', flag, task)
+    return dict(task=' '.join(task.split()), task_type=opts['type'], agent=opts['agent'], model=opts['model'], worktree=opts['worktree'])
 
 # ---- the split view (tmux)
 def tree_session(root) -> str:
@@ -285,7 +305,7 @@ def tui_classes() -> dict:
         def compose(self) -> ComposeResult:
             who = self.agent or 'routed by type (else dialog)'
             yield Vertical(Static(f'New agent: what should it do?\n[dim]type implement · agent {who}; change them in the line with\n'
-                                  '--type explore|implement|test|review|refactor, --agent NAME, --model M[/dim]'),
+                                  '--type explore|implement|test|review|refactor, --agent NAME, --model M, --worktree[/dim]'),
                            Input(id='task', placeholder='the task (enter starts it, escape cancels)'))
         def on_input_submitted(self, ev): self.dismiss(ev.value)
         def action_cancel(self): self.dismiss(None)
@@ -350,7 +370,7 @@ def tui_classes() -> dict:
         #count { width: auto; padding: 0 1; }
         Tree { height: 1fr; }
         """
-        BINDINGS = [Binding('n', 'new', 'new'), Binding('x', 'abort', 'abort'),
+        BINDINGS = [Binding('n', 'new', 'new'), Binding('x', 'abort', 'abort'), Binding('r', 'resume', 'resume'),
                     Binding('d', 'toggle_done', 'hide done'), Binding('q', 'quit', 'quit'),
                     Binding('j', 'down', show=False), Binding('k', 'up', show=False),
                     Binding('h,left', 'collapse', show=False), Binding('l,right', 'expand', show=False)]
@@ -474,7 +494,7 @@ def tui_classes() -> dict:
             def made(line):
                 if line is None or not line.strip(): return
                 a = parse_new(line, agent=self.new_agent)
-                try: id = self.agents.spawn(a['task'], a['task_type'], a['agent'], model=a['model'])
+                try: id = self.agents.spawn(a['task'], a['task_type'], a['agent'], model=a['model'], worktree=a['worktree'])
                 except HeadlesnbError as e: self.notify(' '.join(str(e).split()), severity='error', timeout=8); return
                 self.refresh_tree()
                 if id in self.rows: self.query_one(Tree).move_cursor(self.rows[id])
@@ -492,6 +512,15 @@ def tui_classes() -> dict:
                     except HeadlesnbError as e: self.call_from_thread(self.notify, str(e), severity='error')
                 self.run_worker(work, thread=True)
             self.push_screen(ConfirmScreen(f"Abort agent {id}" + (f" and its {kids} subagent{'s' * (kids != 1)}" if kids else '') + '?'), answered)
+
+        def action_resume(self):
+            "r: continue the chosen interrupted agent (its host died)"
+            id = self.current()
+            if id is None: return
+            def work():
+                try: self.agents.resume(id); self.call_from_thread(self.notify, f'agent {id} resumed')
+                except HeadlesnbError as e: self.call_from_thread(self.notify, ' '.join(str(e).split()), severity='error', timeout=8)
+            self.run_worker(work, thread=True)
 
         def action_attach(self):
             id = self.current()

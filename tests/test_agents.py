@@ -104,7 +104,9 @@ def test_cli_spawn_poll_wait_abort(root):
     assert SessionStore(root).ids() == ['0', '1']
     # a failing agent ends done, with an error result
     i = hnb('spawn', 'Fail', '--agent', 'failing', root=root, check=True).stdout.strip()
-    res = json.loads(hnb('wait', i, '--timeout', '20', root=root, check=True).stdout)['results'][0]
+    r = hnb('wait', i, '--timeout', '20', root=root)
+    assert r.returncode == 3, (r.returncode, r.stderr)  # a failed agent: non-zero, so `wait && merge` stops
+    res = json.loads(r.stdout)['results'][0]
     assert res['result'].startswith('error: failing exited with status 3') and 'something went wrong' in res['result']
     assert res['error'] is True  # never a plain success
     assert hnb('abort', '1', root=root, check=True).stdout.strip() == 'aborted 1'
