@@ -141,6 +141,7 @@ def _close(self:BaseManager, name:str|None=None) -> Item:
         with self._lock:
             self._items.pop(it.name, None)
             if self.active == it.name: self.active = None
+            for k in [k for k, r in self._runs.items() if r.name == it.name and r.over]: del self._runs[k]  # their outputs go with the item
     return it
 
 @patch
@@ -464,7 +465,7 @@ def _end_run(self:BaseManager, it:Item, cid:str, res) -> dict:
             store_run(it.doc, cid, res, **self._run_meta(res))
             ans = self._run_answer(it, cid, res)
         except NotFoundError: ans = dict(id=cid, **run_info(res), index=None, stored=False)  # deleted while it ran
-        if (r := _RUN.get()) is not None: r._cell_ended(ans)  # under the lock: the live writer never writes over it
+        if (r := _RUN.get()) is not None: r._cell_ended(res)  # under the lock: the live writer never writes over it
         return ans
 
 @patch
@@ -569,11 +570,11 @@ class Run:
         "A cell (or the code) of this run starts in `kernel`"
         with self._mu: self.status, self.kernel, self.cell_id, self.started = 'running', kernel, cid, self.started or utc_now()
 
-    def _cell_ended(self, answer:dict):
-        "A cell of a whole-notebook run ended: its outputs join the run's"
+    def _cell_ended(self, res):
+        "A cell of this run ended (kernel `RunResult` `res`): its outputs join the run's"
         with self._mu:
-            self.done_outputs += answer.get('outputs') or []
-            self.kernel, self.execution_count = None, answer.get('execution_count', self.execution_count)
+            self.done_outputs += res.outputs
+            self.kernel, self.execution_count = None, res.execution_count
 
     def _finish(self, answer:dict|None, failure:BaseException|None=None):
         with self._mu:
@@ -587,8 +588,8 @@ class Run:
             else:
                 self.status = _STATUS.get(answer['status'], answer['status'])
                 if answer['status'] == 'timeout': self.reason = 'timeout'
-                self.execution_count = answer.get('execution_count')
-                self.done_outputs = answer.get('outputs') or []
+                self.execution_count = answer.get('execution_count', self.execution_count)
+                if self.kind == 'code': self.done_outputs = answer.get('outputs') or []  # a cell's came with `_cell_ended`
         self.mgr._forget_old_runs()
         if failure is None: self.future.set_result(answer)
         else: self.future.set_exception(failure)

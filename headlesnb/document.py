@@ -140,6 +140,7 @@ class _Autosaver:
             for d in ready:
                 try: d.save()
                 except Exception as e: d.save_error = f'{e}'  # surfaced by the next operation on that document
+            del ready, d  # else they keep the last documents saved (a closed notebook's outputs) alive while the thread waits
 
 _autosaver = _Autosaver()
 _open_docs = weakref.WeakSet()

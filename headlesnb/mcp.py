@@ -12,7 +12,7 @@ __all__ = ['ALIASES', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUI
            'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
 # %% ../nbs/24_mcp.ipynb #8e6cadf4
-import argparse, asyncio, base64, hmac, inspect, json, os, re, sys, threading, time, traceback
+import argparse, asyncio, base64, hmac, inspect, json, os, re, sys, threading, time, traceback, warnings
 from pathlib import Path
 from contextlib import asynccontextmanager, suppress
 from typing import Annotated, Literal
@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError, ResourceError
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.shared.exceptions import MCPDeprecationWarning
 from .errors import *
 from .notebook import NotebookManager, cell_info
 from .base import make_kernel, run_info
@@ -533,7 +534,7 @@ def _fmt_going(self:ToolGroup, d:dict, what:str) -> CallToolResult:
     head = f"{run_state_line(d)}\n{what}: {d['status']}" + (f" [{d['execution_count']}]" if d.get('execution_count') is not None else '') + f"; {span}"
     if d.get('reason'): head += f"; {d['reason']}"
     items = block_items(blocks)
-    keys = ('run_id', 'status', 'elapsed', 'execution_count', 'since', 'next', 'total_outputs', 'done', 'cell_id', 'queued_behind', 'name', 'kind')
+    keys = ('run_id', 'status', 'elapsed', 'execution_count', 'since', 'next', 'total_outputs', 'done', 'queued_behind', 'name', 'kind', 'reason')
     return answer(TextContent(type='text', text=head), *blocks, cell_id=d.get('cell_id'), result=items, outputs=items, count=len(items),
                   images=sum(isinstance(i, dict) for i in items), **{k: d[k] for k in keys if k in d})
 
@@ -551,6 +552,10 @@ def _background(self:ToolGroup, call, ctx:Context|None, wait):
         self._tell_when_done(ctx, r)
         return r
     return start
+
+# A run's end is told with a log notification, which the 2026-07-28 protocol deprecates (its clients opt in per request);
+# the SDK's warning would reach the output of whatever in-process cell runs then
+warnings.filterwarnings('ignore', message='The logging capability is deprecated', category=MCPDeprecationWarning)
 
 @patch
 def _tell_when_done(self:ToolGroup, ctx:Context|None, r:dict):
@@ -584,7 +589,7 @@ def _fmt_outputs(self:ToolGroup, r:dict, what:str, timeout:float, t0:float) -> C
     blocks.append(TextContent(type='text', text=f"{end}\n{run_header(what, r, timeout)}"))
     items = block_items(blocks)
     return answer(*blocks, cell_id=r.get('id'), result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items),
-                  status=r['status'], execution_count=r.get('execution_count'))
+                  status=r['status'], execution_count=r.get('execution_count'), **({'run_id': r['run_id']} if r.get('run_id') else {}))
 
 @patch
 def _fmt_run(self:ToolGroup, r:dict, what:str, timeout:float, outputs:list|None=None) -> list:
@@ -1246,7 +1251,8 @@ def mcp_parser() -> argparse.ArgumentParser:
     p.add_argument('--no-images', action='store_true', help='send image outputs as one-line notes, not MCP images')
     p.add_argument('--tools', default='all', metavar='GROUPS', help=f"tool groups to offer, comma-separated: {', '.join(GROUPS)} (default: all)")
     p.add_argument('--notebook', '--document-id', default=None, metavar='PATH', help="start with this notebook (under --root) open and active, named after its file (jupyter-mcp-server's --document-id)")
-    p.add_argument('--timeout', type=float, default=120.0, help='default seconds a run may take when a tool says timeout=0 (default 120, as jupyter-mcp-server)')
+    p.add_argument('--timeout', type=float, default=120.0, help='default seconds a run may take when a tool says timeout=0 and no wait (default 120, as jupyter-mcp-server)')
+    p.add_argument('--no-durable', action='store_true', help='answer before changes are on disk (faster; a crash loses the last acknowledged edits)')
     p.add_argument('--workspace', default='default', metavar='NAME', help="the workspace the workspace tools act on unless told (default: default, the one headlesnb proxy adds)")
     p.add_argument('--shell', action='store_true', help='offer the shell tool: any bash command in the root, as you (off by default: text the model reads could make it run anything)')
     add_kernel_args(p)
@@ -1269,7 +1275,7 @@ def mcp_main(argv=None):
     try:
         tool_groups(a.tools)  # a bad --tools changes nothing
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
-                           engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=True),
+                           engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable),
                            close_engine=True)
         if a.notebook: srv.engine.notebooks.use_notebook(Path(a.notebook).stem, a.notebook)
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")

@@ -101,7 +101,7 @@ def test_tools_and_schemas(tmp_path):
             assert set(tools['read_cell'].input_schema['properties']) == {'cell_index', 'cell_id', 'include_outputs', 'notebook_name'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
                 if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files', 'connect_to_jupyter',
-                                'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'):
+                                'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents', 'get_run', 'list_runs'):
                     assert {'notebook_name', 'dialog_name', 'workspace'} & set(t.input_schema['properties']), name
                 assert t.description, name
             assert DIALOG_TOOLS <= set(tools)
@@ -151,7 +151,7 @@ def test_edit_read_round_trip(tmp_path):
             on_disk = json.loads((tmp_path / 'nb.ipynb').read_text())
             assert [''.join(c['source']) for c in on_disk['cells']] == ['# Title', 'raw text', 'c = 3']
             nbs = await ok(s, 'list_notebooks')
-            assert nbs.splitlines()[0] == 'name\tpath\tcells\tkernel\tactive\tunsaved' and nbs.splitlines()[1].startswith('nb\tnb.ipynb\t3\t')
+            assert nbs.splitlines()[0] == 'name\tpath\tcells\tkernel\tactive\tunsaved\truns' and nbs.splitlines()[1].startswith('nb\tnb.ipynb\t3\t')
             files = await ok(s, 'list_files')
             assert 'nb.ipynb\tfile' in files
             assert (await ok(s, 'unuse_notebook', notebook_name='nb')).startswith("Notebook 'nb' unused successfully.\nclosed notebook 'nb'")
@@ -326,6 +326,7 @@ def test_calls_answered_while_a_cell_runs(tmp_path):
     async def main():
         async with stdio_session(tmp_path) as s:
             await started_notebook(s, 'print(1)')
+            await ok(s, 'list_kernels')  # its first call imports jupyter_client's kernelspec code (a second or more): not what is timed
             done = {}
             async def long_run():
                 done['res'] = await s.call_tool('execute_code', dict(code='import time; time.sleep(3)'))
@@ -495,7 +496,7 @@ def test_tool_groups(tmp_path):
             assert [p.name for p in (await s.list_prompts()).prompts] == ['jupyter_cite']
         async with stdio_session(tmp_path, '--tools', 'agents') as s:
             names = {t.name for t in (await s.list_tools()).tools}
-            assert names == {'ping', 'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'}
+            assert names == {'ping', 'get_run', 'list_runs', 'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'}
             assert not (await s.list_resource_templates()).resource_templates  # notebook resources come with the notebooks group
     run(main)
     r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--root', str(tmp_path / 'x'), '--tools', 'notebook'], capture_output=True, text=True, timeout=60)

@@ -30,6 +30,13 @@ async def call(s, tool, **args):
 def cell_outputs(path, index=0) -> list: return json.loads(path.read_text())['cells'][index]['outputs']
 
 
+async def ended(s, rid, within=30) -> dict:
+    "Poll run `rid` until it ends (each poll returns at new output or the end); its last answer's structured content"
+    with anyio.fail_after(within):
+        while not (d := structured(await call(s, 'get_run', run_id=rid, wait=within)))['done']: pass
+    return d
+
+
 def test_long_cell_answers_early_and_is_polled(tmp_path):
     async def go():
         async with stdio_session(tmp_path) as s:
@@ -69,8 +76,8 @@ def test_long_cell_answers_early_and_is_polled(tmp_path):
             # interrupt by run id stops it within a second or two
             t0 = time.monotonic()
             assert 'stopping it' in await ok(s, 'interrupt', run_id=rid)
-            end = structured(await call(s, 'get_run', run_id=rid, wait=10))
-            assert end['done'] and end['status'] == 'interrupted' and time.monotonic() - t0 < 5, end
+            end = await ended(s, rid, 10)
+            assert end['status'] == 'interrupted' and time.monotonic() - t0 < 5, end
             assert 'it had already ended' in await ok(s, 'interrupt', run_id=rid)
 
             # bad input: a clear error, nothing changed
@@ -92,8 +99,8 @@ def test_a_short_run_with_wait_answers_in_full(tmp_path):
             # a second run of the same notebook waits its turn, and says so
             q = structured(await call(s, 'execute_code', code='1 + 1', wait=0))
             assert q['status'] == 'queued' and q['queued_behind'] == [structured(res)['run_id']], q
-            done = structured(await call(s, 'get_run', run_id=q['run_id'], wait=10))
-            assert done['status'] == 'ok' and done['outputs'][0]['data']['text/plain'] == '2', done
+            done = await ended(s, q['run_id'])
+            assert done['status'] == 'ok' and done['outputs'] == ['2'], done
     run(go)
 
 
@@ -108,9 +115,8 @@ def test_runs_of_two_notebooks_overlap(tmp_path):
             t0 = time.monotonic()
             for nb in ('a', 'b'):
                 ids.append(structured(await call(s, 'execute_code', code='import time; time.sleep(3); print("slept")', wait=0, notebook_name=nb))['run_id'])
-            for rid in ids:
-                d = structured(await call(s, 'get_run', run_id=rid, wait=20))
-                assert d['status'] == 'ok', d
+            for rid in ids: assert (await ended(s, rid))['status'] == 'ok'
+
             assert time.monotonic() - t0 < 5.5
     run(go)
 
@@ -142,9 +148,9 @@ def test_a_run_outlives_its_http_client(http_server, tmp_path):
     async def second():
         async with http_session(url) as s:
             assert rid in await ok(s, 'list_runs')
-            d = structured(await call(s, 'get_run', run_id=rid, wait=15))
-            assert d['done'] and d['status'] == 'ok'
-            outs = ''.join(''.join(o.get('text', '')) for o in d['outputs'])
+            d = await ended(s, rid)
+            assert d['status'] == 'ok'
+            outs = text(await call(s, 'get_run', run_id=rid))
             assert 'tick 3' in outs and 'done' in outs
     run(second)
     assert 'done' in ''.join(''.join(o.get('text', '')) for o in cell_outputs(tmp_path / 'nb.ipynb'))
@@ -171,7 +177,7 @@ def test_acknowledged_edits_survive_sigkill(tmp_path):
         run(edits)
         p.wait(10)
         cells = json.loads((tmp_path / 'nb.ipynb').read_text())['cells']
-        assert [c['source'] for c in cells] == [f'x = {i}' for i in range(20)]
+        assert [''.join(c['source']) for c in cells] == [f'x = {i}' for i in range(20)]
     finally:
         if p.poll() is None: p.kill(); p.wait()
 
@@ -185,6 +191,6 @@ def test_kernels_and_dialog_runs(tmp_path):
             mid = re.search(r'[0-9a-f]{8}', await ok(s, 'add_msg', content='import time; time.sleep(2); print("dialog done")', msg_type='code')).group(0)
             d = structured(await call(s, 'run_msg', msg_id=mid, wait=0.5))
             assert d['status'] == 'running' and d['run_id'].startswith('run-')
-            end = structured(await call(s, 'get_run', run_id=d['run_id'], wait=15))
-            assert end['status'] == 'ok' and 'dialog done' in json.dumps(end['outputs'])
+            assert (await ended(s, d['run_id']))['status'] == 'ok'
+            assert 'dialog done' in text(await call(s, 'get_run', run_id=d['run_id']))
     run(go)

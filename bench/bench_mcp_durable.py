@@ -1,0 +1,66 @@
+"""100 `insert_cell` calls over MCP (streamable HTTP, official client) from 4 clients at once, each on its own notebook:
+`headlesnb mcp` answering only once each edit is on disk (the default) against `--no-durable` (answers before the write),
+both servers started by this script, alternating rounds.
+
+Run: python bench/bench_mcp_durable.py [ROUNDS]      (target: durable at most 1.5x the time of --no-durable)
+"""
+import os, socket, statistics, subprocess, sys, tempfile, time
+
+import anyio
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+CLIENTS, CALLS = 4, 25
+
+
+def free_port():
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+
+def start(root, *extra):
+    port = free_port()
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.mcp', '--root', root, '--transport', 'http', '--port', str(port), *extra],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection(('127.0.0.1', port), timeout=0.2): return p, f'http://127.0.0.1:{port}/mcp'
+        except OSError: time.sleep(0.1)
+    p.kill(); raise RuntimeError('server did not start')
+
+
+async def client(url, name, n):
+    async with httpx2.AsyncClient(timeout=60) as hc, streamable_http_client(url, http_client=hc) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        await s.call_tool('use_notebook', dict(notebook_name=name, mode='create'))
+        for i in range(n):
+            res = await s.call_tool('insert_cell', dict(cell_index=-1, cell_type='code', cell_source=f'x = {i}', notebook_name=name))
+            if res.is_error: raise RuntimeError(res.content[0].text)
+
+
+async def round_(url, tag) -> float:
+    t0 = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for c in range(CLIENTS): tg.start_soon(client, url, f'{tag}{c}', CALLS)
+    return time.perf_counter() - t0
+
+
+def main(rounds=5):
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        (pd, durable), (pf, fast) = start(a), start(b, '--no-durable')
+        try:
+            times = {'durable': [], 'no-durable': []}
+            for i in range(rounds):
+                times['durable'].append(anyio.run(round_, durable, f'r{i}c'))
+                times['no-durable'].append(anyio.run(round_, fast, f'r{i}c'))
+        finally:
+            for p in (pd, pf): p.terminate(); p.wait(10)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for k, v in times.items(): print(f"{k:11s} {CLIENTS * CALLS} inserts from {CLIENTS} clients: median {med[k]:.3f} s (min {min(v):.3f}, max {max(v):.3f})")
+    ratio = med['durable'] / med['no-durable']
+    print(f"ratio durable / no-durable: {ratio:.2f}x (target: at most 1.5x)")
+    return ratio <= 1.5
+
+
+if __name__ == '__main__': sys.exit(0 if main(int(sys.argv[1]) if len(sys.argv) > 1 else 5) else 1)
