@@ -140,9 +140,7 @@ def screen_reply(screen:str, marker:str) -> str:
 class Minder:
     "Watches command agent `id` of `root` until it is finished (see above); `run` it"
     def __init__(self, root, id:str, every:float=0.05):
-        from headlesnb.agents import AgentManager
-        self.mgr = AgentManager(root)
-        self.st, self.id, self.every = self.mgr.store, id, every
+        self.root, self.st, self.id, self.every, self._mgr = Path(root), SessionStore(root), id, every, None
         s = self.st.load(id)
         self.name = s['tmux'] if s else ''
         try: self.spec = load_agents(root, None).get(s['agent']) if s else None
@@ -151,6 +149,14 @@ class Minder:
         except HeadlesnbError: self.notify = None  # (announce logs it)
         self.start, self.waited, self.asked_at = time.monotonic(), 0.0, None
         self.last, self.since, self.answered, self.worked = None, time.monotonic(), None, False
+
+    @property
+    def mgr(self):
+        "The agents' manager, loaded only when needed (an agent's end): the minder starts, and types the task in, without it"
+        if self._mgr is None:
+            from headlesnb.agents import AgentManager
+            self._mgr = AgentManager(self.root)
+        return self._mgr
 
     def ask(self, screen:str):
         "The user must answer what the screen shows"
@@ -168,12 +174,12 @@ def _step(self:Minder) -> bool:
     "Look at the agent once, act; False when there is nothing more to watch"
     s, sp = self.st.load(self.id), self.spec
     if s is None: return False
-    if s['status'] not in LIVE: announce(self.mgr.root, s, self.notify); return False
+    if s['status'] not in LIVE: announce(self.root, s, self.notify); return False
     scr = pane_text(self.name)
     if scr is None:  # the session is gone: its exit is recorded (or it was killed)
         time.sleep(0.2)  # (the launcher writes the exit status as the pane closes)
         self.mgr._check_alive([s])
-        announce(self.mgr.root, self.st.load(self.id), self.notify)
+        announce(self.root, self.st.load(self.id), self.notify)
         return False
     now = time.monotonic()
     if scr != self.last: self.last, self.since = scr, now
@@ -197,7 +203,7 @@ def _step(self:Minder) -> bool:
                     print(f"answered with {' '.join(sc['keys'])}:\n{scr}", flush=True)  # (minder.log: what it said yes to)
             elif not mine and scr.strip() and (sc or stable >= ASK_AFTER): self.ask(scr)
             elif not mine and now - self.start - self.waited > sp.ready_timeout:
-                self.mgr.store.transition(self.id, 'done', activity='', result=f"{ERROR}{s['agent']} was not ready for its task within "
+                self.st.transition(self.id, 'done', activity='', result=f"{ERROR}{s['agent']} was not ready for its task within "
                                           f"{sp.ready_timeout:g} s (its prompt never showed); its screen:\n{output_tail(scr)}")
                 self.mgr._end_cli(self.st.load(self.id))
     elif sp.ready:
@@ -206,9 +212,9 @@ def _step(self:Minder) -> bool:
         self.worked |= busy or (bool(sp.reply) and any(l.startswith(sp.reply) for l in scr.split('\n')))
         if mine and (busy or idle): self.answered_by_user(); mine = False
         if idle and self.worked and stable >= IDLE:
-            self.mgr.store.transition(self.id, 'done', activity='', result=screen_reply(pane_text(self.name, 2000) or scr, sp.reply))
+            self.st.transition(self.id, 'done', activity='', result=screen_reply(pane_text(self.name, 2000) or scr, sp.reply))
         elif not busy and not idle and not mine and s['activity'] != NEEDS_INPUT and stable >= ASK_AFTER and scr.strip(): self.ask(scr)
-    announce(self.mgr.root, self.st.load(self.id), self.notify)  # (a hook's needs input or end, too)
+    announce(self.root, self.st.load(self.id), self.notify)  # (a hook's needs input or end, too)
     return True
 
 @patch

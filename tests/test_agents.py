@@ -12,6 +12,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from headlesnb.agents import AgentManager, SessionStore
+from headlesnb.agent_store import tmux_name
 from headlesnb.agent_runners import tmux_sessions, proc_start
 from headlesnb.llm import AnthropicClient
 from fake_anthropic import FakeAnthropic
@@ -254,15 +255,16 @@ def test_command_agent_in_tmux(root):
     "A real run in tmux: the fake agent reports through the hooks, asks for input (needs input), gets it by send-keys, stops"
     am = AgentManager(root, tmux=True)
     i = am.spawn('Say hello to the user', agent='fake')
-    assert am.poll(i)['tmux'] == 'scope-0'
-    wait_for(lambda: 'waiting for input>' in pane('scope-0'), what='the agent to ask')
-    assert 'FAKE AGENT 0 READY: # Task' in pane('scope-0')
+    name = tmux_name('0', root)  # (the root's hash in it: another folder's agent 0 is another session)
+    assert am.poll(i)['tmux'] == name
+    wait_for(lambda: 'waiting for input>' in pane(name), what='the agent to ask')
+    assert 'FAKE AGENT 0 READY: # Task' in pane(name)
     s = wait_for(lambda: (p := am.poll(i))['activity'] == 'needs input' and p, what='needs input')
     assert s['status'] == 'running'
-    subprocess.run(['tmux', 'send-keys', '-t', '=scope-0:', 'use the formal greeting', 'Enter'], check=True)
+    subprocess.run(['tmux', 'send-keys', '-t', f'={name}:', 'use the formal greeting', 'Enter'], check=True)
     s = am.wait([i], timeout=20)['results'][0]
     assert (s['status'], s['activity'], s['result']) == ('done', '', 'fake result: use the formal greeting')
-    wait_for(lambda: 'scope-0' not in tmux_sessions(), what='the agent to exit')
+    wait_for(lambda: name not in tmux_sessions(), what='the agent to exit')
     assert am.poll(i)['status'] == 'done'  # its exit after the Stop hook changes nothing
     contract = (root / '.scope/sessions/0/contract.md').read_text()
     assert contract.startswith('# Task\n\nSay hello to the user') and '`headlesnb spawn' in contract
@@ -271,11 +273,12 @@ def test_command_agent_in_tmux(root):
 def test_dead_tmux_session_is_marked_aborted(root):
     am = AgentManager(root, tmux=True)
     i = am.spawn('Sleep', agent='sleeper')
-    wait_for(lambda: 'SLEEPING' in pane('scope-0'), what='the agent to start')
-    pids = [int(x) for x in pane('scope-0').split('SLEEPING', 1)[1].split()[:2]]
-    subprocess.run(['tmux', 'kill-session', '-t', '=scope-0'], check=True)  # someone kills it behind our back
+    name = tmux_name('0', root)
+    wait_for(lambda: 'SLEEPING' in pane(name), what='the agent to start')
+    pids = [int(x) for x in pane(name).split('SLEEPING', 1)[1].split()[:2]]
+    subprocess.run(['tmux', 'kill-session', '-t', f'={name}'], check=True)  # someone kills it behind our back
     s = json.loads(hnb('poll', i, root=root, check=True).stdout)
-    assert (s['status'], s['activity']) == ('aborted', '') and s['result'] == 'aborted: its tmux session scope-0 is gone'
+    assert (s['status'], s['activity']) == ('aborted', '') and s['result'] == f'aborted: its tmux session {name} is gone'
     for p in pids:  # (tmux hung them up)
         wait_for(lambda: not proc_start(p), what=f'process {p} to end')
 
@@ -328,8 +331,8 @@ def rows_of_every_kind(root, fake_url, release):
     wait_for(lambda: am.poll(ids['dialog'])['status'] == 'done', timeout=120, what='the dialog agent')
     ids['command'] = am.spawn('Talk to me', agent='fake')
     ids['gone'] = am.spawn('Sleep', agent='sleeper')
-    wait_for(lambda: 'SLEEPING' in pane(f"scope-{ids['gone']}"), timeout=30, what='the sleeper')
-    tmx('kill-session', '-t', f"=scope-{ids['gone']}")
+    wait_for(lambda: 'SLEEPING' in pane(tmux_name(ids['gone'], root)), timeout=30, what='the sleeper')
+    tmx('kill-session', '-t', f"={tmux_name(ids['gone'], root)}")
     ids['live'] = am.spawn('Answer slowly')  # its model request is held until `release`
     # written by scope itself (its UX redesign's tmux_session file; no agent, runner or created_at), and a folder of one file
     for kind, files in [('scope', dict(task='Legacy task from scope', parent='', state='running', activity='editing a.ts', tmux_session='scope-legacy')),
@@ -352,7 +355,7 @@ def check_rows(am, ids, session, ui_target, release, sock=None):
     tree_pane = window_panes(session)[0]
     tree = lambda: tmx('capture-pane', '-p', '-t', tree_pane).stdout
     expect = dict(dialog=['▶ Say hi', 'Hello from the dialog agent'], command=[f"FAKE AGENT {ids['command']} READY"],
-                  gone=[f"agent {ids['gone']} · sleeper", f"tmux session scope-{ids['gone']} is gone"], live=['▶ Answer slowly'], scope=['LEGACY SESSION'], bare=['Only a task file'])
+                  gone=[f"agent {ids['gone']} · sleeper", f"tmux session {tmux_name(ids['gone'], am.root)} is gone"], live=['▶ Answer slowly'], scope=['LEGACY SESSION'], bare=['Only a task file'])
     for kind in ['dialog', 'command', 'gone', 'scope', 'bare', 'live']:
         open_row(ui_target, tree_pane, len(order), order.index(kind), sock)
         right = lambda: [p for p in window_panes(session) if p != tree_pane]
@@ -367,7 +370,7 @@ def check_rows(am, ids, session, ui_target, release, sock=None):
     wait_for(lambda: len(right()) == 1 and 'FAKE AGENT' in tmx('capture-pane', '-p', '-t', right()[0]).stdout, timeout=20, what='the command agent')
     tmx('kill-pane', '-t', right()[0])
     wait_for(lambda: window_panes(session) == [tree_pane], what='the pane to close')
-    assert f"scope-{ids['command']}" in tmux_sessions() and am.poll(ids['command'])['status'] == 'running'
+    assert tmux_name(ids['command'], am.root) in tmux_sessions() and am.poll(ids['command'])['status'] == 'running'
     # n: one line, the agent given in it; the new agent opens on the right
     tmx('select-pane', '-t', tree_pane)
     tmx('send-keys', '-t', ui_target, 'n', sock=sock)
@@ -406,7 +409,7 @@ def test_tui_split_view_from_outside_tmux(root, tmp_path):
             tmx('send-keys', '-t', f'={session}:', 'q')
             wait_for(lambda: session not in tmux_sessions(), timeout=20, what='the tree to quit')
             wait_for(lambda: tmx('has-session', '-t', 'term', sock=sock).returncode != 0, timeout=20, what='the terminal to get back')
-            assert {f"scope-{ids['command']}", f'scope-{new}'} <= tmux_sessions()
+            assert {tmux_name(ids['command'], root), tmux_name(new, root)} <= tmux_sessions()
             assert am.poll(ids['command'])['status'] == 'running' and am.poll(new)['status'] == 'running'
             am.abort(ids['command']); am.abort(new)
     finally:
@@ -544,7 +547,7 @@ def test_abort_stops_the_whole_subtree(root, tmp_path):
             wait_for(lambda: am.poll(i)['activity'] == 'waiting on children' and len(fake.requests) == 4, what='the tree to grow')
             wait_for(lambda: len(list(pids_dir.iterdir())) == 2, what='the sleepers to start')
             procs = [int(p) for f in pids_dir.iterdir() for p in f.read_text().split()]
-            assert all(proc_start(p) for p in procs) and {'scope-0_1', 'scope-0_0_0'} <= tmux_sessions()
+            assert all(proc_start(p) for p in procs) and {tmux_name('0.1', root), tmux_name('0.0.0', root)} <= tmux_sessions()
             assert established(fake.port), 'the held request should be open'
             runners = list(am.runners.values())
             t0 = time.monotonic()
@@ -557,7 +560,7 @@ def test_abort_stops_the_whole_subtree(root, tmp_path):
                                      f'tracked: {[(r.id, r.llm.backend and len(r.llm.backend.streams)) for r in runners]}') from None
             wait_for(lambda: not any(r.thread.is_alive() for r in runners), timeout=10, what='the dialog runs to stop')
             elapsed = time.monotonic() - t0
-            assert not ({'scope-0_1', 'scope-0_0_0'} & tmux_sessions())
+            assert not ({tmux_name('0.1', root), tmux_name('0.0.0', root)} & tmux_sessions())
             assert [s['status'] for s in am.list()] == ['aborted'] * 4
             print(f'\nabort of a 4-agent subtree (2 dialog agents, one with a held model request; 2 tmux agents with child processes), from another process: {elapsed:.2f} s')
             assert elapsed < 10, f'the subtree took {elapsed:.2f} s to stop'
@@ -643,7 +646,7 @@ def abort_round(root, shape, host, via, hold_for):
             problems += [f'agent {s["id"]} is {s["status"]}' for s in ss if s['status'] != 'aborted']
             for r in runners: r.thread.join(0.5 if via == 'process' else 0)  # (from another process: the runner's last step is what it waits for)
             problems += [f'runner {r.id} still runs' for r in runners if r.thread.is_alive()]
-            problems += [f'tmux session {n} of the tree is left' for n in tmux_sessions() if n.startswith('scope-0')]
+            problems += [f'tmux session {n} of the tree is left' for n in tmux_sessions() if n.startswith(tmux_name('0', root))]
             pids = root / 'pids'
             if host == 'process':
                 hosts = [int(s['pid'].split()[0]) for s in ss if s['host'] == 'process' and s['pid']]
@@ -733,13 +736,14 @@ def test_papercuts_no_key_readonly_help(root, tmp_path):
         assert r.returncode == 1 and 'does not exist' in r.stderr and not work.exists(), (args, r.stderr)
     # an agent that ended in an error is never a plain success: poll says error, the tree shows it failed
     i = hnb('spawn', 'Fail', '--agent', 'failing', root=root, check=True).stdout.strip()
-    p = json.loads(hnb('wait', i, '--timeout', '30', root=root, check=True).stdout)['results'][0]
-    assert p['status'] == 'done' and p['error'] is True and p['result'].startswith('error: ')
+    r = hnb('wait', i, '--timeout', '30', root=root)
+    p = json.loads(r.stdout)['results'][0]
+    assert r.returncode == 3 and p['status'] == 'done' and p['error'] is True and p['result'].startswith('error: ')
     from headlesnb.agents_ui import row_text
     assert row_text(AgentManager(root).get(i))[2] == 'failed'
     helps = subprocess.run(HNB_ARGV + ['--help'], capture_output=True, text=True).stdout
     from headlesnb.agents_ui import AGENT_COMMANDS
-    assert len(set(AGENT_COMMANDS.values())) == len(AGENT_COMMANDS) == 8
+    assert len(set(AGENT_COMMANDS.values())) == len(AGENT_COMMANDS) == 10 and {'resume', 'cleanup'} <= set(AGENT_COMMANDS)
     flat = ' '.join(helps.split())
     assert all(f'{c} {" ".join(what.split())}' in flat for c, what in AGENT_COMMANDS.items()), helps
 
@@ -781,10 +785,10 @@ def test_two_implementers_in_worktrees_then_merged(root):
     assert hnb('merge', a, root=root, check=True).stdout.startswith('merged scope/0 into main (1 file changed, +1 -1)')
     assert hnb('merge', b, root=root, check=True).stdout.startswith('merged scope/1 into main')
     assert (root / 'app.py').read_text() == 'line one, by A\nline two\nline three, by B\n'
-    assert not wa.exists() and not wb.exists() and git('rev-parse', '--verify', 'scope/0', cwd=root)
+    assert wa.exists() and wb.exists() and git('rev-parse', '--verify', 'scope/0', cwd=root)  # (merge keeps the worktrees: cleanup removes them)
     log = git('log', '--format=%s', f'{head}..HEAD', cwd=root).split('\n')
     assert {'Improve line one', 'Improve line three'} <= set(log)  # each worktree's work, committed with its task as the message
-    assert am.poll(a)['merged'] and am.poll(a)['worktree'] == ''
+    assert am.poll(a)['merged'] and am.poll(a)['worktree']
     # a third implementer changing a line that changed meanwhile: the merge would conflict, so it is refused
     c = AgentManager(root, tmux=False).spawn('Change line three again', agent='edit-c', worktree=True)
     AgentManager(root).wait([c], timeout=20)
@@ -795,10 +799,12 @@ def test_two_implementers_in_worktrees_then_merged(root):
     assert r.returncode == 1 and 'would conflict in app.py' in r.stderr and 'nothing was changed' in r.stderr
     assert git('rev-parse', 'HEAD', cwd=root) == head and git('status', '--porcelain', cwd=root) == ''
     assert (root / '.scope/worktrees/2/app.py').exists()
-    # abort of a finished agent removes its worktree and keeps its branch, with its work committed on it
-    hnb('abort', c, root=root, check=True)
-    assert not (root / '.scope/worktrees/2').exists()
-    assert 'line three, by C' in git('show', 'scope/2:app.py', cwd=root)
+    # abort of a finished agent changes nothing; cleanup removes only the merged worktrees, keeps the other, says why
+    assert hnb('abort', c, root=root, check=True).stdout.strip() == f'aborted nothing (already finished: {c})'
+    assert (root / '.scope/worktrees/2/app.py').read_text().endswith('line three, by C\n')
+    out = hnb('cleanup', root=root, check=True).stdout
+    assert 'removed .scope/worktrees/0' in out and 'removed .scope/worktrees/1' in out and 'kept .scope/worktrees/2 (agent 2): not merged' in out, out
+    assert not wa.exists() and not wb.exists() and (root / '.scope/worktrees/2').exists()
 
 
 # ---------------------------------------------------------------- MCP
@@ -921,6 +927,6 @@ def test_dead_processes_are_marked_aborted(root):
         host = int(am.store.read(d, 'pid').split()[0])
         assert am.store.read(d, 'host') == 'process' and am.poll(d)['status'] == 'running'
         os.kill(host, signal.SIGKILL)
-        s = wait_for(lambda: (p := am.poll(d))['status'] != 'running' and p, what='aborted')
-        assert (s['status'], s['result']) == ('aborted', f'aborted: its process ({host}) is gone')
+        s = wait_for(lambda: (p := am.poll(d))['status'] != 'running' and p, what='interrupted')
+        assert (s['status'], s['result']) == ('interrupted', f'interrupted: its process ({host}) is gone (headlesnb resume {d} continues it)')  # (nobody aborted it)
         release.set()
