@@ -33,35 +33,51 @@ def start_kernel(name:str, cwd=None, start_timeout:float=60):
     return k, str(cwd)
 
 class KernelPool:
-    "Kernels started ahead of the notebooks that will use them, keyed by (kernel name, working folder)"
-    def __init__(self, start_timeout:float=60, starters:int=2):
-        self.start_timeout, self.ready, self.mu = start_timeout, {}, threading.Lock()
+    """Kernels started ahead of the notebooks that will use them, keyed by (kernel name, working folder); with `max_idle`,
+    a kernel primed that long ago and not taken is shut down (a long-lived Dask worker keeps no kernel for ever)"""
+    def __init__(self, start_timeout:float=60, starters:int=2, max_idle:float|None=None):
+        self.start_timeout, self.max_idle, self.ready, self.mu = start_timeout, max_idle, {}, threading.Lock()
         self.ex = ThreadPoolExecutor(max_workers=starters, thread_name_prefix='headlesnb-warm')
+        if max_idle: threading.Thread(target=self._reap, daemon=True, name='headlesnb-warm-reaper').start()
 
-    def prime(self, name:str, cwd=None):
-        "Start a kernel for (name, cwd) in the background"
-        fut = self.ex.submit(start_kernel, name, cwd, self.start_timeout)
-        with self.mu: self.ready.setdefault((name, None if cwd is None else str(cwd)), deque()).append(fut)
+    def _key(self, name, cwd): return (name, None if cwd is None else str(cwd))
+
+    def prime(self, name:str, cwd=None, upto:int|None=None):
+        "Start a kernel for (name, cwd) in the background (with `upto`: as many as make `upto` waiting)"
+        with self.mu:
+            q = self.ready.setdefault(self._key(name, cwd), deque())
+            for _ in range(1 if upto is None else max(0, upto - len(q))):
+                q.append((self.ex.submit(start_kernel, name, cwd, self.start_timeout), time.monotonic()))
 
     def take(self, name:str, cwd=None):
         "A started kernel for (name, cwd), the oldest primed one (started now if none is): the kernel and its folder"
         with self.mu:
-            q = self.ready.get((name, None if cwd is None else str(cwd)))
-            fut = q.popleft() if q else None
+            q = self.ready.get(self._key(name, cwd))
+            fut = q.popleft()[0] if q else None
         return fut.result() if fut is not None else start_kernel(name, cwd, self.start_timeout)
+
+    def _reap(self):
+        while True:
+            time.sleep(min(self.max_idle, 10))
+            with self.mu:
+                now, old = time.monotonic(), []
+                for q in self.ready.values():
+                    while q and now - q[0][1] > self.max_idle: old.append(q.popleft()[0])
+            for f in old: _retire(*f.result())
 
     def close(self):
         "Shut down the kernels no notebook took"
         self.ex.shutdown(wait=True)
-        with self.mu: futs, self.ready = [f for q in self.ready.values() for f in q], {}
+        with self.mu: futs, self.ready = [f for q in self.ready.values() for f, _ in q], {}
         for f in futs:
             try: _retire(*f.result())
             except Exception: pass
 
-def _retire(k, cwd:str, temporary:bool=True):
+def _retire(k, cwd:str):
     "Close a kernel; remove its folder if the pool made it"
     k.close()
-    if temporary and Path(cwd).name.startswith('headlesnb-cwd-'): shutil.rmtree(cwd, ignore_errors=True)
+    if Path(cwd).name.startswith('headlesnb-cwd-'): shutil.rmtree(cwd, ignore_errors=True)
+
 
 # %% ../nbs/22b_run_batch.ipynb #fcba5666
 class _JobLog(logging.Handler):
@@ -162,8 +178,10 @@ def run_child(a, j:_Job):
 _pools, _pools_mu = {}, threading.Lock()
 
 def _worker_pool(a) -> KernelPool:
-    "This worker process's pool of warm kernels (it keeps one started for the next notebook, of this batch or the next)"
-    with _pools_mu: return _pools.setdefault((a.kernel, a.start_timeout), KernelPool(a.start_timeout, starters=1))
+    "This worker process's pool of warm kernels (two kept started for its next notebooks, shut down after 2 minutes unused)"
+    with _pools_mu:
+        if (p := _pools.get(key := (a.kernel, a.start_timeout))) is None: p = _pools[key] = KernelPool(a.start_timeout, starters=2, max_idle=120)
+        return p
 
 def cluster_task(a, inp:str, out:str|None, key:list) -> _Job:
     """One notebook as a task on a Dask worker. The scheduler runs a task again when its worker dies: the attempts are
@@ -180,7 +198,7 @@ def cluster_task(a, inp:str, out:str|None, key:list) -> _Job:
         return j
     if _warm_kernels(a):
         pool = _worker_pool(a)
-        pool.prime(a.kernel, _job_cwd(a, inp))  # for the next notebook this worker gets, started while this one runs
+        pool.prime(a.kernel, _job_cwd(a, inp), upto=3)  # this one's, and two for the next ones, started while this one runs
         run_job(a, j, pool)
     else: run_child(a, j)
     if tried:
@@ -189,18 +207,45 @@ def cluster_task(a, inp:str, out:str|None, key:list) -> _Job:
     return j
 
 # %% ../nbs/22b_run_batch.ipynb #45d4ef05
+class _LocalWorkers:
+    "`--cluster local:N`: a scheduler in this process and N `dask worker` processes (no nannies), stopped by PID when the batch ends"
+    def __init__(self, n:int, start_timeout:float):
+        import socket
+        with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+        self.address = f'tcp://127.0.0.1:{port}'
+        env = {**os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}  # (a worker starts kernel processes of its own)
+        # the workers start first (they wait for the scheduler), so their imports overlap ours; each loads headlesnb before its first task
+        self.procs = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', self.address, '--host', '127.0.0.1', '--nthreads', '1',
+                                        '--no-nanny', '--no-dashboard', '--preload', 'headlesnb.run_batch'], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent) for _ in range(n)]
+        from distributed import LocalCluster
+        self.cluster = LocalCluster(n_workers=0, processes=False, scheduler_port=port, host='127.0.0.1', dashboard_address=None,
+                                    silence_logs=logging.ERROR)
+
+    def close(self):
+        self.cluster.close()
+        for p in self.procs:
+            if p.poll() is None: p.terminate()
+        for p in self.procs:
+            try: p.wait(10)
+            except subprocess.TimeoutExpired: p.kill(); p.wait()
+
 def connect(address:str, start_timeout:float=60):
-    "A Dask client for `--cluster`: `tcp://HOST:PORT` (a running scheduler) or `local:N` (N worker processes started here); and the local cluster"
-    try: from distributed import Client, LocalCluster
+    "A Dask client for `--cluster`: `tcp://HOST:PORT` (a running scheduler) or `local:N` (N worker processes started here); and what to close"
+    try: from distributed import Client
     except ImportError: raise BadArgumentError("--cluster needs Dask's distributed scheduler, which is not installed: pip install 'dask[distributed]'") from None
     if address.startswith('local:'):
         n = address[len('local:'):]
         if not n.isdigit() or int(n) < 1: raise BadArgumentError(f"--cluster {address}: give local:N with N workers, 1 or more")
-        import dask
-        with dask.config.set({'distributed.worker.daemon': False}):  # (a worker starts kernel processes of its own)
-            cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.ERROR)
-        return Client(cluster, timeout=start_timeout), cluster
+        local = _LocalWorkers(int(n), start_timeout)
+        try:
+            client = Client(local.cluster, timeout=start_timeout)
+            client.wait_for_workers(int(n), timeout=start_timeout)
+        except BaseException as e:
+            local.close()
+            if isinstance(e, (OSError, TimeoutError)): raise BadArgumentError(f"--cluster {address}: the workers did not start within {start_timeout:g}s") from None
+            raise
+        return client, local
     if '://' not in address: raise BadArgumentError(f"--cluster {address}: give a scheduler's address (tcp://HOST:8786) or local:N")
     try: return Client(address, timeout=start_timeout), None
     except (OSError, TimeoutError, ValueError) as e:
@@ -216,7 +261,7 @@ def _failed_task(j:_Job, e:BaseException):
 def run_cluster(a, jobs:list, report) -> bool:
     "A batch as tasks of a Dask cluster; one line per notebook as it ends; True if interrupted"
     from distributed import as_completed
-    client, cluster = connect(a.cluster, a.start_timeout)
+    client, local = connect(a.cluster, a.start_timeout)
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
     try:
         futs = {client.submit(cluster_task, a, j.inp, j.out, ['headlesnb-run', batch, str(i)], key=f'headlesnb-run-{batch}-{i}', pure=False): j
@@ -233,4 +278,5 @@ def run_cluster(a, jobs:list, report) -> bool:
         return False
     finally:
         client.close()
-        if cluster is not None: cluster.close()
+        if local is not None: local.close()
+
