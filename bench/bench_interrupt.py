@@ -1,7 +1,12 @@
-"""Interrupt latency of InProcessKernel: time from `interrupt()` to `run()` returning, for a pure-Python busy loop.
+"""Interrupt latency of InProcessKernel: time from `interrupt()` to `run()` returning.
 
-Target: 200 ms. Baselines measured in the same run: a bare execnb `CaptureShell.run('1+1')` round trip, and
-the same cell through `InProcessKernel.run`. Also the overshoot of `timeout=` past its deadline.
+1. A pure-Python busy loop on the shell's loop thread. Target: 200 ms. Baselines measured in the same run: a bare
+   execnb `CaptureShell.run('1+1')` round trip, and the same cell through `InProcessKernel.run`. Also the overshoot of
+   `timeout=` past its deadline.
+2. `time.sleep(60)` interrupted in-process as the servers run it (`headlesnb mcp`/`serve`: their loop in a thread,
+   cells handed to the main thread by `serve_beside`), and by a caller on the main thread (`main_thread=True`).
+   Target: the run ends within 1 s. Baseline measured in the same run: a python3 kernel process (SubprocessKernel),
+   which Jupyter interrupts with SIGINT.
 Prints figures; asserts nothing.  Run: python bench/bench_interrupt.py [tries]
 """
 import statistics, sys, threading, time
@@ -9,8 +14,11 @@ import statistics, sys, threading, time
 from execnb.shell import CaptureShell
 
 from headlesnb.inprocess import InProcessKernel
+from headlesnb.mainthread import serve_beside
+from headlesnb.subkernel import SubprocessKernel
 
 TARGET_MS = 200
+SLEEP_TARGET_S = 1
 TRIES = int(sys.argv[1]) if len(sys.argv) > 1 else 25
 
 
@@ -57,6 +65,56 @@ def main_thread_figures(tries):
     return kbase, busy, sleep
 
 
+SLEEP = 'started.set()\nimport time\ntime.sleep(60)'
+
+def sleep_interrupt(k, tries, started=None):
+    """Seconds from `interrupt()` to `run()` returning, for `time.sleep(60)`, `tries` times, with the statuses. The
+    interrupt comes 0.1 s after the cell sets `started` (an Event in its namespace), or 1 s after the run began"""
+    out = []
+    for _ in range(tries):
+        ev, box = threading.Event(), {}
+        if started is None: k.namespace['started'] = ev
+        def stop():
+            if started is None: ev.wait(60); time.sleep(0.1)
+            else: time.sleep(started)
+            box['t0'] = time.perf_counter(); k.interrupt()
+        th = threading.Thread(target=stop); th.start()
+        r = k.run(SLEEP)
+        out.append((time.perf_counter() - box['t0'], r.status)); th.join()
+    return out
+
+def subprocess_sleep_interrupt(tries):
+    "The same for a python3 kernel process (its `started` does nothing: the interrupt comes 1 s after the run began)"
+    with SubprocessKernel('python3') as k:
+        k.run('started = type("Started", (), {"set": lambda self: None})()')
+        return sleep_interrupt(k, tries, started=1)
+
+def served_sleep_interrupt(tries):
+    "In-process, as the servers run cells: run() called from the server's thread, the cell run on the main thread"
+    box = {}
+    def server():
+        with InProcessKernel() as k:
+            k.run('1')
+            box['r'] = sleep_interrupt(k, tries)
+    serve_beside(server)
+    return box['r']
+
+def show(name, xs, base=None):
+    secs = [x for x, _ in xs]
+    med = statistics.median(secs)
+    print(f'{name:<58} median {med * 1000:7.1f} ms, max {max(secs) * 1000:7.1f} ms over {len(xs)} tries '
+          f'(statuses: {", ".join(sorted({s for _, s in xs}))})' + (f'; {med / base:.2f}x the python3 kernel' if base else ''))
+    return med
+
+def sleep_figures(tries):
+    base = show('python3 kernel process: interrupt() of time.sleep(60)', subprocess_sleep_interrupt(tries))
+    served = show('in-process, cells on the main thread (servers)', served_sleep_interrupt(tries), base)
+    with InProcessKernel(main_thread=True) as k:
+        k.run('1')
+        here = show('in-process, main_thread=True caller on the main thread', sleep_interrupt(k, tries), base)
+    print(f'  vs target {SLEEP_TARGET_S} s: in-process run ends {served:.3f} s after the interrupt (servers), {here:.3f} s '
+          f'(main-thread caller): {"met" if max(served, here) <= SLEEP_TARGET_S else "MISSED"}')
+
 def main():
     shell = CaptureShell(mpl_format=None)
     base = ms(round_trips(shell.run))
@@ -79,4 +137,6 @@ def main():
               f'(statuses: {", ".join(sorted({s for _, s in xs}))})')
 
 
-if __name__ == '__main__': main()
+if __name__ == '__main__':
+    main()
+    sleep_figures(max(5, TRIES // 5))

@@ -16,7 +16,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from .errors import BadArgumentError, KernelError
 from .utils import strip_ansi, utc_now
-from .kernel import RunResult, Kernel, cap_output, namespace_variables, namespace_variable
+from .mainthread import MAIN
+from .kernel import OUTPUT_LIMIT, RunResult, Kernel, cap_output, namespace_variables, namespace_variable
 from .zmqshell import (ZMQInteractiveShell, CellOutputs, STDOUT, STDERR, LOOP_SHELLS, RUNNING, KERNEL_ENV,
                                 INLINE_BACKEND, kernel_argv, refuse_input, refuse_getpass)
 
@@ -113,7 +114,42 @@ def _watch_lost_stops():
     "Put `_drop_lost_stops` in front of the current `sys.unraisablehook` (again, if something replaced it since)"
     if sys.unraisablehook is not _drop_lost_stops: _drop_lost_stops.host, sys.unraisablehook = sys.unraisablehook, _drop_lost_stops
 
-class _Run:
+class _Handed:
+    "A cell handed to another thread to run (its loop thread, or the main thread): waiting for it, stopping it on timeout"
+    def _wake(self):
+        with suppress(concurrent.futures.InvalidStateError): self.wake.set_result(None)
+
+    def wait(self, timeout:float|None, grace:float, nested:bool=False) -> bool:
+        "Wait for the cell, stopping it on timeout or `stop`: False if it is still running `grace` s after that"
+        try:
+            end = None if timeout is None else time.monotonic() + timeout
+            while not self.wake.done():
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0: self.stop('timeout'); break
+                concurrent.futures.wait([self.wake], min(left or 0.05, 0.05) if nested else left)
+        except KeyboardInterrupt: self.stop('interrupted')  # Ctrl-C in the waiting (main) thread stops the cell
+        return self.settle(grace)
+
+    async def wait_async(self, timeout:float|None, grace:float) -> bool:
+        "`wait` for asyncio code: the event loop waits, and only stopping a cell (rare) takes a thread"
+        try: await asyncio.wait_for(asyncio.wrap_future(self.wake), timeout)
+        except TimeoutError: self.stop('timeout')
+        except asyncio.CancelledError:  # the caller gave up: stop the cell (blocking up to `grace`) before the kernel is let go
+            self.stop('interrupted')
+            self.settle(grace)
+            raise
+        return self.fut.done() or await asyncio.to_thread(self.settle, grace)
+
+    def result(self):
+        "The cell's `ExecutionResult` (None if the stop landed outside the user's code)"
+        with suppress(BaseException): return self.fut.result(0)
+
+    def failure(self):
+        with suppress(BaseException): return self.fut.exception(0)
+
+    def abandon(self): "It is reported stuck"
+
+class _Run(_Handed):
     "One cell submitted to a shell's loop thread, and the means to stop it"
     def __init__(self, kernel, shell, code:str):
         self.kernel, self.shell, self.code, self.tid = kernel, shell, code, ctypes.c_ulong(shell._thread.ident)
@@ -144,9 +180,6 @@ class _Run:
             _in_cell.kernel = None
         return res
 
-    def _wake(self):
-        with suppress(concurrent.futures.InvalidStateError): self.wake.set_result(None)
-
     def stop(self, reason:str):
         "Ask for the cell to be stopped (from any thread); `wait` does it"
         self.reason = self.reason or reason
@@ -162,27 +195,6 @@ class _Run:
                 _set_async_exc(self.tid, ctypes.py_object(KeyboardInterrupt))
             else: self.shell.loop.call_soon_threadsafe(self.task.cancel)
 
-    def wait(self, timeout:float|None, grace:float, nested:bool=False) -> bool:
-        "Wait for the cell, stopping it on timeout or `stop`: False if it is still running `grace` s after that"
-        try:
-            end = None if timeout is None else time.monotonic() + timeout
-            while not self.wake.done():
-                left = None if end is None else end - time.monotonic()
-                if left is not None and left <= 0: self.stop('timeout'); break
-                concurrent.futures.wait([self.wake], min(left or 0.05, 0.05) if nested else left)
-        except KeyboardInterrupt: self.stop('interrupted')  # Ctrl-C in the waiting (main) thread stops the cell
-        return self.settle(grace)
-
-    async def wait_async(self, timeout:float|None, grace:float) -> bool:
-        "`wait` for asyncio code: the event loop waits, and only stopping a cell (rare) takes a thread"
-        try: await asyncio.wait_for(asyncio.wrap_future(self.wake), timeout)
-        except TimeoutError: self.stop('timeout')
-        except asyncio.CancelledError:  # the caller gave up: stop the cell (blocking up to `grace`) before the kernel is let go
-            self.stop('interrupted')
-            self.settle(grace)
-            raise
-        return self.fut.done() or await asyncio.to_thread(self.settle, grace)
-
     def settle(self, grace:float) -> bool:
         "Once woken: True if the cell ended; else keep stopping it for `grace` s, False if it still runs then"
         if self.fut.done(): return True
@@ -192,28 +204,34 @@ class _Run:
             concurrent.futures.wait([self.fut], 0.02)
         return self.fut.done()
 
-    def result(self):
-        "The cell's `ExecutionResult` (None if the stop landed outside the user's code)"
-        with suppress(BaseException): return self.fut.result(0)
-
-    def failure(self):
-        with suppress(BaseException): return self.fut.exception(0)
 
 # %% ../nbs/06_inprocess.ipynb #a74e3932
-class _HereRun:
-    "One cell run on the calling (main) thread, stopped by SIGINT sent to that thread"
+_main_stuck = None  # a cell handed to the main thread and reported stuck: until it returns, cells run on their loop threads
+
+class _HereRun(_Handed):
+    "One cell run on the main thread (the caller's own, or handed to `MAIN` by `start`), stopped by SIGINT sent to that thread"
     def __init__(self, kernel, shell, code:str):
         self.kernel, self.shell, self.code = kernel, shell, code
-        self.lock, self.ended = threading.Lock(), threading.Event()
-        self.running, self.task, self.reason, self.halted, self.res = False, None, None, False, None
+        self.lock, self.ended, self.wake = threading.Lock(), threading.Event(), concurrent.futures.Future()
+        self.running, self.task, self.reason, self.halted, self.res, self.outside = False, None, None, False, None, False
+
+    def start(self):
+        "Hand the cell to the main thread (once the kernel knows this run)"
+        self.fut = MAIN.submit(self.execute, lambda: self.stop('interrupted'))
+        self.fut.add_done_callback(lambda _: self._wake())
+        return self
 
     def stop(self, reason:str):
-        "Ask for the cell to be stopped (from any thread)"
+        "Ask for the cell to be stopped (from any thread): SIGINTs are sent from the moment it runs until it ends"
         with self.lock:
             self.reason = self.reason or reason
-            if self.halted or self.ended.is_set(): return
-            self.halted = True
-        threading.Thread(target=self._keep_stopping, daemon=True, name='headlesnb-stopper').start()
+            first = not (self.halted or self.ended.is_set())
+            self.halted = self.halted or first
+            go = first and self.running
+        self._wake()
+        if go: self._stopper()
+
+    def _stopper(self): threading.Thread(target=self._keep_stopping, daemon=True, name='headlesnb-stopper').start()
 
     def _keep_stopping(self):
         for n in range(10**9):
@@ -225,19 +243,21 @@ class _HereRun:
     def _on_sigint(self, signum, frame):
         "SIGINT during the run: interrupt the cell, or cancel its await when the loop sits idle"
         if not self.running or self.shell._landed: return  # came after the cell, or while its stop is reported: ignored
-        if self.reason is None: self.reason, self.halted = 'interrupted', True  # Ctrl-C on the terminal
+        if self.reason is None: self.reason, self.halted, self.outside = 'interrupted', True, True  # Ctrl-C on the terminal
         if _in_select(frame): self.loop.call_soon_threadsafe(self.task.cancel)
         else: raise KeyboardInterrupt
 
-    def execute(self, timeout:float|None):
-        "Run the cell here; its `ExecutionResult` (None if stopped outside the user's code)"
+    def execute(self, timeout:float|None=None):
+        "Run the cell here (on the main thread); its `ExecutionResult` (None if stopped outside the user's code)"
+        global _main_stuck
         self.tid, self.loop = threading.get_ident(), self.shell.here_loop()
         host = signal.signal(signal.SIGINT, self._on_sigint)
         timer = threading.Timer(timeout, self.stop, ('timeout',)) if timeout else None
         _in_cell.kernel = self.kernel
         try:
             self.task = self.loop.create_task(self.shell.execute(self.code))
-            with self.lock: self.running = True
+            with self.lock: self.running, go = True, self.halted
+            if go: self._stopper()  # stopped before it ran
             if timer: timer.daemon = True; timer.start()
             while True:
                 try: self.res = self.loop.run_until_complete(self.task); break
@@ -247,16 +267,33 @@ class _HereRun:
                 except asyncio.CancelledError: break
         finally:
             _in_cell.kernel = None
-            with self.lock: self.running = False
-            self.ended.set()
+            with self.lock:
+                self.running = False
+                self.ended.set()
+                if _main_stuck is self: _main_stuck = None
             if timer: timer.cancel()
             try: _checkpoint()  # a SIGINT still pending reaches our handler now, which ignores it
             except KeyboardInterrupt: pass
             signal.signal(signal.SIGINT, host)
+        if self.outside and callable(host) and host is not signal.default_int_handler:
+            host(signal.SIGINT, None)  # Ctrl-C reaches the program hosting the cell too (Python's own handler would raise here)
         return self.res
 
+    def settle(self, grace:float) -> bool:
+        "Once woken: True if the cell ended; else wait up to `grace` s for the SIGINTs to end it, False if it still runs then"
+        end = time.monotonic() + grace
+        while not self.fut.done() and (time.monotonic() < end or self.shell._landed and time.monotonic() < end + 5):
+            concurrent.futures.wait([self.fut], 0.02)
+        return self.fut.done()
+
+    def abandon(self):
+        "Reported stuck (blocked in C code that ignores SIGINT): other cells go to their loop threads until it returns"
+        global _main_stuck
+        with self.lock:
+            if not self.ended.is_set(): _main_stuck = self
+
     def result(self): return self.res
-    def failure(self): return None
+
 
 # %% ../nbs/06_inprocess.ipynb #15dcb5b3
 def _strip_py_magic(lines:list) -> list:
@@ -380,7 +417,7 @@ class InProcessKernel(Kernel):
     "A kernel running cells in this process, on a Jupyter-like `CaptureShell`"
     stop_grace = 0.5  # seconds to keep interrupting before a cell counts as stuck in C
 
-    def __init__(self, cwd:str|Path|None=None, mpl_format:str|None=None, output_limit:int|None=100_000,
+    def __init__(self, cwd:str|Path|None=None, mpl_format:str|None=None, output_limit:int|None=OUTPUT_LIMIT,
                  main_thread:bool=False):
         if mpl_format is not None and mpl_format not in MPL_FORMATS:
             raise BadArgumentError(f"mpl_format must be None or one of {', '.join(MPL_FORMATS)}, not {mpl_format!r}")
@@ -441,14 +478,22 @@ def run(self, code:str, timeout:float|None=None) -> RunResult:
     if getattr(_awaiting, 'kernel', None) is not None: _refuse_blocking('run()')
     return self._run(code, timeout, *_nesting(self))
 
+def _where(kernel, nested:str|None) -> str:
+    """Where a run goes: 'here' (a `main_thread` kernel called on the main thread with no event loop running there),
+    'main' (handed to the main thread while it serves `MAIN`, unless a cell is stuck there), else 'loop' (the shell's thread)"""
+    if nested: return 'loop'
+    if threading.current_thread() is threading.main_thread():
+        return 'here' if kernel.main_thread and asyncio._get_running_loop() is None else 'loop'
+    return 'main' if MAIN.serving and _main_stuck is None else 'loop'
+
 @patch_to(InProcessKernel)
 def _run(self, code:str, timeout, nested:str|None=None, parent=None) -> RunResult:
-    here = (self.main_thread and not nested and threading.current_thread() is threading.main_thread()
-            and asyncio._get_running_loop() is None)
     with self._locks(nested), _host_state(parent if nested == 'thread' else None):
         if (gone := self._exited()) is not None: return gone
         shell, n, started = self._begin()
-        self._current = r = _HereRun(self, shell, code) if here else _Run(self, shell, code)
+        where = _where(self, nested)
+        self._current = r = _Run(self, shell, code) if where == 'loop' else _HereRun(self, shell, code)
+        here = where == 'here'
         try: done = True if here else r.start().wait(timeout, self.stop_grace, nested)
         finally:
             if here:
@@ -483,7 +528,7 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
         with _host_state():
             if (gone := self._exited()) is not None: return gone
             shell, n, started = self._begin()
-            self._current = r = _Run(self, shell, code)
+            self._current = r = _HereRun(self, shell, code) if _where(self, nested) == 'main' else _Run(self, shell, code)
             try: done = await r.start().wait_async(timeout, self.stop_grace)
             except asyncio.CancelledError: self._end(r, r.fut.done(), n, started, timeout); raise
             finally: self._current = None
@@ -545,7 +590,7 @@ def _end(self, r, done:bool, n:int, started:str, timeout) -> RunResult:
     with suppress(ValueError): RUNNING.remove(shell)
     self._cwd, self._argv = _getcwd() or self._cwd, sys.argv
     self._env = {k: os.environ.get(k) for k in _ENV_KEYS}
-    if not done: self._stuck = r
+    if not done: self._stuck = r; r.abandon()
     outputs, status = self._outcome(r, done, timeout)
     if done: shell._out = None  # stray writes after the run go nowhere (a stuck cell keeps writing to its own)
     count = n if not done or shell.execution_count > n else None
@@ -608,7 +653,10 @@ def _outcome(self, r, done:bool, timeout) -> tuple[list, str]:
                         "in C code (sleep, I/O, a C extension). The kernel is stuck until that call returns: restart it.")
     else: msg = f'The cell timed out after {round(timeout, 2):g}s and was interrupted.' if timed_out else 'The cell was interrupted.'
     ename = 'ExecutionTimeout' if timed_out else 'KeyboardInterrupt'
-    return outs + [_error(ename, msg, stop['traceback'][:-1] if stop else [])], r.reason
+    tb = [t for t in stop['traceback'][:-1] if _HANDLER not in strip_ansi(t)] if stop else []  # not our SIGINT handler's frame
+    return outs + [_error(ename, msg, tb)], r.reason
+
+_HANDLER = f'in {_HereRun._on_sigint.__qualname__}('
 
 # %% ../nbs/06_inprocess.ipynb #ead5a16b
 @patch_to(InProcessKernel)

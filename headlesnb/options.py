@@ -6,7 +6,7 @@
 __all__ = ['add_kernel_args', 'add_remote_args', 'bind', 'run_quietly']
 
 # %% ../nbs/20a_options.ipynb #6307fa72
-import argparse, errno, os, socket, sys
+import argparse, errno, os, signal, socket, sys, threading
 
 # %% ../nbs/20a_options.ipynb #80b6c0dd
 def add_kernel_args(p:argparse.ArgumentParser):
@@ -37,7 +37,16 @@ def bind(prog:str, host:str, port:int) -> socket.socket:
         sys.exit(f"{prog}: {host} port {port} {why}")
 
 def run_quietly(run) -> int:
-    "Run a server until it stops; Ctrl-C ends it quietly with 130, as an interrupted program's exit status"
-    try: run()
+    """Run a server until it stops; Ctrl-C ends it quietly with 130, as an interrupted program's exit status. Called on
+    the main thread, the server runs in a thread of its own and the main thread runs the in-process cells (`serve_beside`)"""
+    if threading.current_thread() is not threading.main_thread():
+        try: run()
+        except KeyboardInterrupt: return 130
+        return 0
+    from headlesnb.mainthread import serve_beside
+    try: got = serve_beside(run)
     except KeyboardInterrupt: return 130
-    return 0
+    if signal.SIGTERM in got:  # stopped cleanly; the process ends as SIGTERM ends it, as before
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+    return 130 if signal.SIGINT in got else 0

@@ -1,0 +1,248 @@
+"""In-process cells blocked in C (sleep, a socket or pipe read, `subprocess.run`) stop at their timeout or interrupt.
+
+The servers run their loop in a thread of their own and their in-process cells on the main thread, where a SIGINT
+reaches them (06c_mainthread): `time.sleep(60)` under `timeout=2` ends at about 2 s, with an answer that says it
+timed out and was interrupted (not that it could not be), and the next cell runs at once; `interrupt` stops such a
+cell within 1 s. Checked through the official MCP client over stdio and HTTP against `headlesnb mcp`, through
+`headlesnb serve` with httpx, and through the Python API on the main thread. Ctrl-C on a server (a cell running or
+not) still exits quietly with 130, SIGTERM still ends it.
+"""
+import inspect, json, os, signal, socket, subprocess, sys, threading, time
+from contextlib import asynccontextmanager, suppress
+
+import anyio, httpx2, pytest
+from conftest import free_port
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from test_servers_cli import ENV, hb, poll, wait_listening
+
+pytestmark = pytest.mark.timeout(300)
+
+BLOCKED = {'sleep': 'import time; time.sleep(60)',
+           'socket recv': 'import socket; a, b = socket.socketpair(); a.recv(1)',
+           'pipe read': 'import os; r, w = os.pipe(); os.read(r, 1)',
+           'subprocess': "import subprocess; subprocess.run(['sleep', '60'])"}
+STARTED = 'open("started", "w").close()\n'  # a cell that says when it runs, so an interrupt is timed from then
+
+def text(res) -> str: return '\n'.join(c.text for c in res.content if c.type == 'text')
+
+def check_timed_out(t:str, took:float, what:str):
+    assert 1.5 <= took < 3.5, f'{what}: the timeout=2 run took {took:.2f} s: {t}'
+    assert 'could not be interrupted' not in t and 'stuck' not in t, f'{what}: {t}'
+    assert t.count('timed out after') == 1 and 'was interrupted' in t, f'{what}: {t}'
+
+# ---------------------------------------------------------------- MCP, stdio and HTTP
+@asynccontextmanager
+async def mcp(root, transport:str):
+    "An MCP client session to a `headlesnb mcp` subprocess over `transport`, with notebook 'n' created and active"
+    if transport == 'stdio':
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.cli', 'mcp', '--root', str(root)], env=ENV)
+        with open(root / 'mcp.log', 'w') as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                await s.call_tool('use_notebook', dict(notebook_name='n', mode='create'))
+                yield s
+        return
+    port = free_port()
+    p = hb('mcp', '--root', root, '--transport', 'http', '--port', port)
+    try:
+        wait_listening(p, port)
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as hc:
+            async with streamable_http_client(f'http://127.0.0.1:{port}/mcp', http_client=hc) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                await s.call_tool('use_notebook', dict(notebook_name='n', mode='create'))
+                yield s
+    finally:
+        p.send_signal(signal.SIGINT)
+        assert p.wait(30) == 130
+
+@pytest.mark.parametrize('transport', ['stdio', 'http'])
+def test_mcp_timeout_stops_blocked_cells_and_the_next_runs_at_once(tmp_path, transport):
+    async def go():
+        async with mcp(tmp_path, transport) as s:
+            assert '2' in text(await s.call_tool('execute_code', dict(code='1 + 1')))  # the kernel is started
+            for what, code in BLOCKED.items():
+                t0 = time.monotonic()
+                t = text(await s.call_tool('execute_code', dict(code=code, timeout=2)))
+                check_timed_out(t, time.monotonic() - t0, what)
+                t0 = time.monotonic()
+                res = await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source='6 * 7'))
+                assert not res.is_error and '42' in text(res), f'after {what}: {text(res)}'
+                assert time.monotonic() - t0 < 1, f'after {what}: the next cell took {time.monotonic() - t0:.2f} s'
+    anyio.run(go)
+
+@pytest.mark.parametrize('transport', ['stdio', 'http'])
+def test_mcp_interrupt_stops_a_sleeping_cell_within_1s(tmp_path, transport):
+    async def go():
+        async with mcp(tmp_path, transport) as s:
+            await s.call_tool('execute_code', dict(code='1/0'))  # a process's first traceback imports its formatting: not timed
+            box = {}
+            async def run():
+                box['res'] = await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source=STARTED + BLOCKED['sleep'], timeout=120))
+                box['t'] = time.monotonic()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                with anyio.fail_after(60):
+                    while not (tmp_path / 'started').exists(): await anyio.sleep(0.02)
+                await anyio.sleep(0.2)  # inside the sleep
+                t0 = time.monotonic()
+                assert 'interrupted the running code' in text(await s.call_tool('interrupt', dict(notebook_name='n')))
+            t = text(box['res'])
+            assert box['t'] - t0 < 1, f"the run ended {box['t'] - t0:.2f} s after the interrupt: {t}"
+            assert 'KeyboardInterrupt' in t and 'could not be interrupted' not in t, t
+            assert '42' in text(await s.call_tool('execute_code', dict(code='6 * 7')))
+    anyio.run(go)
+
+# ---------------------------------------------------------------- headlesnb serve (the dialoghelper HTTP API)
+def test_serve_interrupt_stops_blocked_cells_within_1s(tmp_path):
+    port = free_port()
+    p = hb('serve', '--root', tmp_path, '--port', port)
+    wait_listening(p, port)
+    with httpx2.Client(base_url=f'http://127.0.0.1:{port}', timeout=60) as c:
+        def call(ep, **data):
+            r = c.post(f'/{ep}', data=data)
+            assert r.status_code == 200, f'{ep}: {r.status_code} {r.text}'
+            return r.json()
+        call('create_dialog_', name='d')
+        for what in ('sleep', 'subprocess', 'socket recv'):
+            (tmp_path / 'started').unlink(missing_ok=True)
+            m = call('add_relative_', dlg_name='d', msg_type='code', content=STARTED + BLOCKED[what], run='true')['id']
+            poll(lambda: (tmp_path / 'started').exists(), 60, f'{what}: the cell started')
+            time.sleep(0.2)
+            t0 = time.monotonic()
+            assert call('interrupt_', dlg_name='d')['interrupted'] is True
+            out = poll(lambda: call('read_msg_', dlg_name='d', id_=m, n=0)['output'], 10, f'{what}: the interrupted cell')
+            assert time.monotonic() - t0 < 1, f'{what}: the cell ended {time.monotonic() - t0:.2f} s after the interrupt: {out}'
+            assert 'KeyboardInterrupt' in out and 'could not be interrupted' not in out, out
+            n = call('add_relative_', dlg_name='d', msg_type='code', content='6 * 7', run='true')['id']
+            assert poll(lambda: call('read_msg_', dlg_name='d', id_=n, n=0)['output'], 5, f'after {what}: the next cell').strip() == '42'
+    p.send_signal(signal.SIGINT)
+    assert p.wait(30) == 130
+
+# ---------------------------------------------------------------- Ctrl-C and SIGTERM with a cell running
+def start_sleeping(kind:str, root):
+    "A server of `kind` running `time.sleep(60)` in an in-process cell: (process, port)"
+    port = free_port()
+    if kind == 'serve':
+        p = hb('serve', '--root', root, '--port', port)
+        wait_listening(p, port)
+        c = httpx2.Client(base_url=f'http://127.0.0.1:{port}', timeout=60)
+        assert c.post('/create_dialog_', data=dict(name='d')).status_code == 200
+        assert c.post('/add_relative_', data=dict(dlg_name='d', msg_type='code', content=STARTED + BLOCKED['sleep'], run='true')).status_code == 200
+        c.close()
+    else:
+        p = hb('mcp', '--root', root, '--transport', 'http', '--port', port)
+        wait_listening(p, port)
+        async def go():  # the client waits for its answer while the server stops (it may get the interrupted cell's, or none)
+            with suppress(BaseException):
+                async with httpx2.AsyncClient(timeout=60) as hc:
+                    async with streamable_http_client(f'http://127.0.0.1:{port}/mcp', http_client=hc) as (r, w), ClientSession(r, w) as s:
+                        await s.initialize()
+                        await s.call_tool('use_notebook', dict(notebook_name='n', mode='create'))
+                        await s.call_tool('execute_code', dict(code=STARTED + BLOCKED['sleep'], timeout=120))
+        threading.Thread(target=anyio.run, args=(go,), daemon=True).start()
+    poll(lambda: (root / 'started').exists(), 60, 'the cell started')
+    time.sleep(0.2)
+    return p, port
+
+@pytest.mark.parametrize('kind', ['serve', 'mcp-http'])
+@pytest.mark.parametrize('sig', ['SIGINT', 'SIGTERM'])
+def test_a_signal_stops_a_server_running_a_sleeping_cell(tmp_path, kind, sig):
+    p, port = start_sleeping(kind, tmp_path)
+    t0 = time.monotonic()
+    p.send_signal(getattr(signal, sig))
+    out, err = p.communicate(timeout=30)
+    took = time.monotonic() - t0
+    want = 130 if sig == 'SIGINT' else -signal.SIGTERM
+    assert p.returncode == want and 'Traceback' not in err, f'{p.returncode}: {err}'
+    assert took < 5, f'{sig} took {took:.2f} s to stop the server'
+    with socket.socket() as s: assert s.connect_ex(('127.0.0.1', port)) != 0
+
+@pytest.mark.parametrize('kind', ['serve', 'mcp-http', 'mcp-stdio'])
+def test_sigterm_ends_an_idle_server(tmp_path, kind):
+    if kind == 'mcp-stdio':
+        p = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.stderr.readline().startswith('headlesnb mcp: serving')
+    else:
+        port = free_port()
+        p = hb(*(('serve',) if kind == 'serve' else ('mcp', '--transport', 'http')), '--root', tmp_path, '--port', port)
+        wait_listening(p, port)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM and 'Traceback' not in err, f'{p.returncode}: {err}'
+
+def stdio_sleeping(root) -> subprocess.Popen:
+    "`headlesnb mcp` over stdio (JSON-RPC written by hand: the test owns the pipes) running `time.sleep(60)` in a cell"
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'mcp', '--root', str(root)], env=ENV, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def send(m): p.stdin.write(json.dumps(dict(jsonrpc='2.0', **m)) + '\n'); p.stdin.flush()
+    send(dict(id=1, method='initialize', params=dict(protocolVersion='2025-06-18', capabilities={}, clientInfo=dict(name='t', version='1'))))
+    assert 'result' in json.loads(p.stdout.readline())
+    send(dict(method='notifications/initialized'))
+    send(dict(id=2, method='tools/call', params=dict(name='use_notebook', arguments=dict(notebook_name='n', mode='create'))))
+    assert 'result' in json.loads(p.stdout.readline())
+    send(dict(id=3, method='tools/call', params=dict(name='execute_code', arguments=dict(code=STARTED + BLOCKED['sleep'], timeout=120))))
+    poll(lambda: (root / 'started').exists(), 60, 'the cell started')
+    time.sleep(0.2)
+    return p
+
+def test_ctrl_c_stops_the_stdio_server_running_a_sleeping_cell(tmp_path):
+    "Ctrl-C in a terminal reaches the client too: its end closes the server's stdin, which the stdio server waits for"
+    p = stdio_sleeping(tmp_path)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    p.stdin.close()
+    assert p.wait(30) == 130 and time.monotonic() - t0 < 5, time.monotonic() - t0
+    assert 'Traceback' not in p.stderr.read()
+
+def test_sigterm_ends_the_stdio_server_running_a_sleeping_cell_with_its_stdin_open(tmp_path):
+    p = stdio_sleeping(tmp_path)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(30) == -signal.SIGTERM and time.monotonic() - t0 < 8, time.monotonic() - t0
+    assert 'Traceback' not in p.stderr.read()
+
+# ---------------------------------------------------------------- the Python API, on the main thread
+@pytest.mark.parametrize('what', BLOCKED)
+def test_api_kernel_timeout_stops_blocked_cells(what):
+    from headlesnb.inprocess import InProcessKernel
+    assert threading.current_thread() is threading.main_thread()
+    with InProcessKernel(main_thread=True) as k:
+        k.run('1')
+        t0 = time.monotonic()
+        r = k.run(BLOCKED[what], timeout=2)
+        took = time.monotonic() - t0
+        assert (r.status, r.stuck) == ("timeout", False) and 1.9 < took < 3.5, (took, r)
+        t0 = time.monotonic()
+        assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42'] and time.monotonic() - t0 < 0.5
+
+def test_api_kernel_interrupt_stops_a_sleep_within_1s():
+    from headlesnb.inprocess import InProcessKernel
+    with InProcessKernel(main_thread=True) as k:
+        ev = threading.Event()
+        k.namespace['ev'] = ev
+        box = {}
+        def stop():
+            ev.wait(30); time.sleep(0.2)
+            box['t0'] = time.monotonic(); k.interrupt()
+        threading.Thread(target=stop, daemon=True).start()
+        r = k.run('ev.set()\nimport time; time.sleep(60)')
+        took = time.monotonic() - box['t0']
+        assert r.status == 'interrupted' and took < 1, (took, r)
+
+@pytest.mark.xfail(inspect.signature(__import__('headlesnb.base', fromlist=['x']).make_kernel).parameters['main_thread'].default is False,
+                   strict=True, reason="the managers make their in-process kernels with make_kernel(main_thread=False) (09_base)")
+def test_api_manager_timeout_stops_a_sleep(tmp_path):
+    from headlesnb.notebook import NotebookManager
+    nm = NotebookManager(tmp_path)
+    try:
+        nm.use_notebook('n', mode='create')
+        nm.execute_code('1')
+        t0 = time.monotonic()
+        r = nm.execute_code(BLOCKED['sleep'], timeout=2)
+        assert time.monotonic() - t0 < 3 and r['status'] == 'timeout', r
+        t0 = time.monotonic()
+        assert nm.execute_code('6 * 7')['status'] == 'ok' and time.monotonic() - t0 < 0.5
+    finally: nm.close()
