@@ -210,14 +210,13 @@ def output_blocks(o:dict, opts:McpOptions) -> list:
 # %% ../nbs/23_mcp_format.ipynb #8f7b0162
 def _streams_joined(outputs:list, start:int) -> list:
     "(output, first index, last index): a stream output that goes on the same output's unfinished line (tqdm's next `\\r`) joined to it, as a page shows it"
-    res = []
+    groups = []  # [first output, its texts, first index, last index]
     for i, o in enumerate(outputs, start):
-        if o.get('output_type') == 'stream' and res:
-            p, a, _ = res[-1]
-            if p.get('output_type') == 'stream' and p.get('name') == o.get('name') and not (ptext := _join(p.get('text', ''))).endswith('\n'):
-                res[-1] = ({**p, 'text': ptext + _join(o.get('text', ''))}, a, i); continue
-        res.append((o, i, i))
-    return res
+        t = _join(o.get('text', '')) if o.get('output_type') == 'stream' else None
+        if t is not None and groups and (g := groups[-1])[1] and g[0].get('name') == o.get('name') and not g[1][-1].endswith('\n'):
+            g[1].append(t); g[3] = i
+        else: groups.append([o, [t] if t is not None else None, i, i])
+    return [(o if a == b else {**o, 'text': ''.join(ts)}, a, b) for o, ts, a, b in groups]
 
 def _plural(n, w): return f"{n} {w}{'s' * (n != 1)}"
 

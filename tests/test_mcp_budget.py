@@ -3,15 +3,16 @@
 What a run tool or `read_cell` returns is budgeted for the model (23_mcp_format) while the notebook keeps the outputs:
 a tqdm loop of 10,000 steps answers as its final bar (in-process, and from a python3 kernel that flushes it as many
 outputs), a 4000x3000 figure reaches the model at most 1568 px wide with a line saying it is a copy, and a 50 MB print
-answers within the budget while the file keeps the managers' per-output cap of it and its resource returns that whole.
+answers within the budget while the file keeps the managers' per-output cap of it (10 MB) and its resource returns that
+whole; `read_output` pages on from the offset the answer names.
 """
 import base64, io, json, re
 
 import pytest
 from PIL import Image
-from mcp.types import ImageContent, TextContent
+from mcp.types import ImageContent
 
-import headlesnb.kernel
+from headlesnb.kernel import OUTPUT_LIMIT
 from headlesnb.mcp_format import McpOptions
 from test_mcp import ok, run, stdio_session, text
 
@@ -19,8 +20,7 @@ pytestmark = pytest.mark.timeout(300)
 
 BUDGET = McpOptions().text_limit  # characters of output text in one answer (the server's default)
 SLACK = 300                       # what a run's answer adds around its outputs: "[COMPLETED in 0.1s]", its header line
-# The managers' cap per stored output: 10 MB once issue 26's OUTPUT_LIMIT is in headlesnb.kernel, 100,000 characters before it
-CAP = getattr(headlesnb.kernel, 'OUTPUT_LIMIT', 100_000)
+CAP = OUTPUT_LIMIT                # characters the managers keep of each stored output (10 MB)
 
 TQDM = 'from tqdm import tqdm\nimport time\nfor i in tqdm(range(10_000)):\n    if i % 500 == 0: time.sleep(0.01)'  # sleeps: several flushes
 FINAL_BAR = re.compile(r'^100%\|█+\| 10000/10000 \[[\d:]+<[\d:]+, +[\d.]+it/s\]$')
