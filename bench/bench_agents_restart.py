@@ -57,6 +57,7 @@ if __name__ == '__main__':
         st = SessionStore(root)
         assert len(st.ids()) == 100 and len(running) == 20, (len(st.ids()), len(running))
         time.sleep(2.5)  # (the agents are no longer young: a dead minder is started again)
+        asyncio.run(first_render(root))  # (warm: Textual and the modules loaded once, as in a process that restarts the tree)
         base, restart = [], []
         for _ in range(5):
             base.append(asyncio.run(first_render(root)))

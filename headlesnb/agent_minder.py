@@ -13,7 +13,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from .errors import *
 from .agent_store import SessionStore, LIVE, NEEDS_INPUT, ERROR, failed, read_text, write_text
-from .agent_runners import tmux, load_agents, load_notify, pid_spec, output_tail
+from .agent_runners import tmux, load_agents, load_notify, pid_spec, spec_alive, output_tail
 
 # %% ../nbs/16a_agent_minder.ipynb #3009314c
 def pane_text(name:str, history:int=0) -> str|None:
@@ -148,7 +148,7 @@ class Minder:
         try: self.notify = load_notify(root)
         except HeadlesnbError: self.notify = None  # (announce logs it)
         self.start, self.waited, self.asked_at = time.monotonic(), 0.0, None
-        self.last, self.since, self.answered, self.worked = None, time.monotonic(), None, False
+        self.last, self.since, self.answered, self.worked, self.watching = None, time.monotonic(), None, False, True
 
     @property
     def mgr(self):
@@ -170,42 +170,50 @@ class Minder:
 
 # %% ../nbs/16a_agent_minder.ipynb #997a4cfd
 @patch
+def _known(self:Minder, s:dict, scr:str, stable:float, now:float, mine:bool) -> bool:
+    "Answer a known screen showing in `scr` (or ask the user about it); False when none shows"
+    k = next((k for k, x in enumerate(self.spec.screens) if re.search(x['match'], scr)), None)
+    if k is None: return False
+    sc = self.spec.screens[k]
+    if not sc['ask'] and (not sc['worktree'] or s['worktree']):
+        if stable >= SETTLE and (self.answered is None or self.answered[0] != k or now - self.answered[1] > ANSWER_AGAIN):  # (once per showing)
+            press(self.name, sc['keys'])
+            self.answered = (k, time.monotonic())
+            print(f"answered with {' '.join(sc['keys'])}:\n{scr}", flush=True)  # (minder.log: what it said yes to)
+    elif not mine: self.ask(scr)
+    return True
+
+@patch
 def _step(self:Minder) -> bool:
     "Look at the agent once, act; False when there is nothing more to watch"
     s, sp = self.st.load(self.id), self.spec
     if s is None: return False
     if s['status'] not in LIVE: announce(self.root, s, self.notify); return False
-    scr = pane_text(self.name)
+    self.watching = sp is not None and (not s['delivered'] or bool(sp.ready) or bool(sp.screens))
+    if self.watching: scr = pane_text(self.name)
+    else: scr = '' if not s['pid'] or spec_alive(s['pid']) else None  # (nothing on the screen to read: /proc says whether it runs)
     if scr is None:  # the session is gone: its exit is recorded (or it was killed)
         time.sleep(0.2)  # (the launcher writes the exit status as the pane closes)
         self.mgr._check_alive([s])
         announce(self.root, self.st.load(self.id), self.notify)
         return False
+    if not self.watching: announce(self.root, s, self.notify); return True  # (a hook's needs input or end)
     now = time.monotonic()
     if scr != self.last: self.last, self.since = scr, now
     stable = now - self.since
-    mine = s['activity'] == NEEDS_INPUT and s['screen']  # (asked by this minder, not by a hook)
-    if sp is None: pass
-    elif not s['delivered']:
+    mine = s['activity'] == NEEDS_INPUT and bool(s['screen'])  # (asked by this minder, not by a hook)
+    if mine and scr != s['screen'] and not (s['delivered'] and sp.ready): self.answered_by_user(); mine = False
+    if not s['delivered']:
         if sp.ready and re.search(sp.ready, scr):
             if mine: self.answered_by_user()
             if type_task(self.name, self.st.read(self.id, 'contract.md')):
                 self.st.write(self.id, 'delivered', datetime.now(timezone.utc).isoformat())
                 self.since = time.monotonic()
-        else:
-            k = next((k for k, x in enumerate(sp.screens) if re.search(x['match'], scr)), None)
-            sc = None if k is None else sp.screens[k]
-            if mine and scr != s['screen']: self.answered_by_user(); mine = False
-            if sc and not sc['ask'] and (not sc['worktree'] or s['worktree']):
-                if stable >= SETTLE and (self.answered is None or self.answered[0] != k or now - self.answered[1] > ANSWER_AGAIN):  # (once per showing)
-                    press(self.name, sc['keys'])
-                    self.answered = (k, time.monotonic())
-                    print(f"answered with {' '.join(sc['keys'])}:\n{scr}", flush=True)  # (minder.log: what it said yes to)
-            elif not mine and scr.strip() and (sc or stable >= ASK_AFTER): self.ask(scr)
-            elif not mine and now - self.start - self.waited > sp.ready_timeout:
-                self.st.transition(self.id, 'done', activity='', result=f"{ERROR}{s['agent']} was not ready for its task within "
-                                          f"{sp.ready_timeout:g} s (its prompt never showed); its screen:\n{output_tail(scr)}")
-                self.mgr._end_cli(self.st.load(self.id))
+        elif not self._known(s, scr, stable, now, mine) and not mine and scr.strip() and stable >= ASK_AFTER: self.ask(scr)
+        elif not mine and now - self.start - self.waited > sp.ready_timeout:
+            self.st.transition(self.id, 'done', activity='', result=f"{ERROR}{s['agent']} was not ready for its task within "
+                               f"{sp.ready_timeout:g} s (its prompt never showed); its screen:\n{output_tail(scr)}")
+            self.mgr._end_cli(self.st.load(self.id))
     elif sp.ready:
         busy = bool(sp.busy) and re.search(sp.busy, scr) is not None
         idle = not busy and re.search(sp.ready, scr) is not None
@@ -214,13 +222,15 @@ def _step(self:Minder) -> bool:
         if idle and self.worked and stable >= IDLE:
             self.st.transition(self.id, 'done', activity='', result=screen_reply(pane_text(self.name, 2000) or scr, sp.reply))
         elif not busy and not idle and not mine and s['activity'] != NEEDS_INPUT and stable >= ASK_AFTER and scr.strip(): self.ask(scr)
+    else: self._known(s, scr, stable, now, mine)  # (a CLI given its task as an argument: its known screens only)
     announce(self.root, self.st.load(self.id), self.notify)  # (a hook's needs input or end, too)
     return True
 
 @patch
 def run(self:Minder) -> int:
+    "Watch until the agent is finished: often until its task is in, then at a slower pace (a screen to read: 0.5 s, else 1 s)"
     self.st.write(self.id, 'minder', pid_spec(os.getpid()))
-    while self._step(): time.sleep(self.every if not self.st.read(self.id, 'delivered') else 0.25)
+    while self._step(): time.sleep(self.every if not self.st.read(self.id, 'delivered') else 0.5 if self.watching else 1.0)
     return 0
 
 # %% ../nbs/16a_agent_minder.ipynb #08dd76ee

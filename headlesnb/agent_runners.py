@@ -18,8 +18,6 @@ from fastcore.basics import patch
 from fastcore.ansi import strip_ansi
 from .errors import *
 from .agent_store import check_id, tmux_name, contract, ancestors, LIVE, FINISHED, ERROR, TASK_TYPES, read_text, write_text
-from .llm import LLMClient, run_tool_loop
-from .context import ContextBuilder, render_sections
 
 # %% ../nbs/16_agent_runners.ipynb #55a4e620
 def proc_start(pid:int) -> str:
@@ -474,8 +472,8 @@ def own_client(base, model:str=''):
         return c, backend
     except Exception: return c, None  # another httpx inside: requests are still abandoned on abort, not cut
 
-class AgentLLM(LLMClient):
-    "One agent's model client: every request can be abandoned (and its connection cut) the moment the agent is aborted"
+class AgentLLM:
+    "One agent's model client (an `LLMClient` by its methods; not a subclass, so that the minder's start does not load the model code): every request can be abandoned (and its connection cut) the moment the agent is aborted"
     def __init__(self, base, runner, model:str=''):
         self.runner = runner
         self.base, self.backend = own_client(base, model)
@@ -769,6 +767,8 @@ def tools(self:DialogRunner) -> dict:
 def run(self:DialogRunner):
     "Run the agent to its end (in the calling thread)"
     from headlesnb.dialog import reply_markdown
+    from headlesnb.llm import run_tool_loop
+    from headlesnb.context import ContextBuilder, render_sections
     st, id = self.store, self.id
     _LOCAL[self.key] = self.mgr.runners[id] = self
     try:

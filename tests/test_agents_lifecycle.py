@@ -134,7 +134,7 @@ def test_claude_code_screens_then_task_then_done_without_hooks(tmp_path, tmux_se
         wait_for(lambda: b'agent 0 done: All done: DONE' in screen.read_bytes(), what="the tmux message on the user's client")
         wait_for(lambda: b'\x1b\x1b]9;headlesnb: agent 0 done: All done: DONE\x07' in piped.read_bytes(), what='OSC 9 on the pane')
         assert b'\x1b\x1b]777;notify;headlesnb;headlesnb: agent 0 done' in piped.read_bytes()
-        assert am.poll('0')['notify'].endswith('notify done: exit 0')
+        wait_for(lambda: am.poll('0')['notify'].endswith('notify done: exit 0'), what='the notify log in poll')  # (written once the command returned)
         # Claude Code still runs at its prompt: merge waits for it (or ends it with --stop); abort of a done agent changes nothing
         r = hnb('merge', '0', root=root)
         assert r.returncode == 1 and 'still runs' in r.stderr, r.stderr
