@@ -56,7 +56,9 @@ class _HtmlText(HTMLParser):
         if tag in ('script', 'style', 'head'): self.skip += 1
         elif tag == 'table': self.para(); self.tables.append([])
         elif tag == 'tr' and self.tables: self.row = []; self.tables[-1].append(self.row)
-        elif tag in ('td', 'th') and self.row is not None: self.cell, self.span = [], int(dict(attrs).get('colspan') or 1)
+        elif tag in ('td', 'th') and self.row is not None:
+            span = dict(attrs).get('colspan') or '1'
+            self.cell, self.span = [], min(int(span), 100) if span.isdigit() else 1
         elif self.cell is not None: self.cell.append(' ')
         elif tag in self.BLOCKS: self.para(); self.pre += tag == 'pre'
     def handle_endtag(self, tag):
@@ -123,7 +125,8 @@ def image_blocks(b64:str, mime:str, opts:McpOptions, ref:str|None=None) -> list:
         why = 'it could not be read' if find_spec('PIL') else 'install Pillow to get it downscaled'
         return [f'[{mime} output of {_kb(len(data))} is over the {_kb(max_bytes)} limit and was left out ({why})]']
     (w, h), full = _image_size(small), f"; the full image: {ref}" if ref else ''
-    note = f"[the image above is a downscaled copy, {w}x{h} ({_kb(len(small))}), of a {size[0]}x{size[1]} image ({_kb(len(data))}){full}]"
+    how = 'downscaled' if (w, h) != size else 're-encoded'
+    note = f"[the image above is a {how} copy, {w}x{h} ({_kb(len(small))}), of a {size[0]}x{size[1]} image ({_kb(len(data))}){full}]"
     return [ImageContent(type='image', data=base64.b64encode(small).decode(), mime_type=mime), note]
 
 # %% ../nbs/23_mcp_format.ipynb #a740d956
