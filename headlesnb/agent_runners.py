@@ -794,6 +794,8 @@ def run(self:DialogRunner):
         if res.reply.stop_reason == 'max_rounds':
             result = f"error: the tool loop stopped after max_rounds={self.mgr.max_rounds} model requests without a final answer"
         else: result = answer or '(the agent gave no answer)'
+        try: self.mgr.dialogs.save(self.name)  # (its dialog is on disk before anyone sees it done)
+        except HeadlesnbError: pass
         st.transition(id, 'done', activity='', result=result)
     except AgentAborted: pass
     except Exception as e:

@@ -309,3 +309,44 @@ def test_merge_waits_for_the_cli(tmp_path, tmux_server):
     assert r.returncode == 1 and 'its CLI still runs' in r.stderr and git('rev-parse', 'HEAD', cwd=root) == head
     r = hnb('merge', i, '--stop', root=root, check=True)
     assert name not in tmux_sessions() and 'merged scope/0 into main' in r.stdout
+
+
+def test_mcp_server_killed_then_resumed(tmp_path, tmux_server):
+    """`headlesnb mcp` SIGKILLed while a dialog agent it spawned waits on the model and a command agent runs: the command
+    agent goes on; the dialog agent is interrupted (whether the server hosted it or a process of its own did, once the
+    server's host is gone, or goes on) and `headlesnb resume` finishes it"""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    root = repo(tmp_path / 'p', f'[agents.sleeper]\ncommand = [{PY}, {json.dumps(str(FAKE))}, "sleep"]\n')
+    release, seen = threading.Event(), []
+    def hang(body): seen.append(body); release.wait(60); return 'too late'
+    def after(body): seen.append(body); return 'Finished after the restart.'
+    with FakeAnthropic([hang, after, after], validate=False) as fake:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY='test')
+        pid = {}
+        async def main():
+            params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', str(root)], env=env)
+            with open(os.devnull, 'w') as errlog:
+                async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+                    await s.initialize()
+                    await s.call_tool('spawn_agent', dict(task='Think about it', task_type='explore', agent='dialog'))
+                    await s.call_tool('spawn_agent', dict(task='Sleep', agent='sleeper'))
+                    await anyio.to_thread.run_sync(lambda: wait_for(lambda: len(seen) == 1, timeout=60, what='the dialog agent to ask'))
+                    server = [p for p in __import__('psutil').Process().children(recursive=True) if 'headlesnb.mcp' in ' '.join(p.cmdline())]
+                    pid['server'] = server[0].pid
+                    os.kill(server[0].pid, signal.SIGKILL)
+        try: anyio.run(main)
+        except BaseException: pass  # (the client sees its server die)
+        am = AgentManager(root)
+        host = am.store.load('0')['pid'].split()[0]
+        if host == str(pid['server']):  # hosted by the server: interrupted with it
+            s = wait_for(lambda: (p := am.poll('0'))['status'] != 'running' and p, what='interrupted')
+            assert s['status'] == 'interrupted', s
+            assert hnb('resume', '0', root=root, env=env, check=True).stdout.startswith('resumed agent 0')
+        else: release.set()  # hosted by a process of its own: it goes on by itself
+        res = json.loads(hnb('wait', '0', '--timeout', '60', root=root, env=env, check=True).stdout)['results'][0]
+        assert res['status'] == 'done' and res['result'] in ('Finished after the restart.', 'too late'), res
+        assert am.poll('1')['status'] == 'running' and am.poll('1')['tmux'] in tmux_sessions()  # the command agent went on
+        release.set()
+        am.abort('1')
