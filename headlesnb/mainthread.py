@@ -6,7 +6,7 @@
 __all__ = ['MAIN', 'TERM_GRACE', 'MainThread', 'serve_beside']
 
 # %% ../nbs/06c_mainthread.ipynb #m0000003
-import asyncio, concurrent.futures, ctypes, os, queue, signal, sys, threading, time
+import asyncio, concurrent.futures, ctypes, os, queue, signal, socketserver, sys, threading, time
 from collections import deque
 from functools import partial
 
@@ -58,7 +58,8 @@ MAIN = MainThread()  # the process's one main thread
 # %% ../nbs/06c_mainthread.ipynb #m000000a
 def _server_stop(thread:threading.Thread, signum:int):
     """What `signum` does to the server that `thread` runs had it the main thread: a uvicorn server's own handler
-    (`handle_exit`: a graceful shutdown), else asyncio's `Runner` cancels its main task; None while neither runs yet"""
+    (`handle_exit`: a graceful shutdown), asyncio's `Runner` cancels its main task (its own SIGINT handler), a
+    `socketserver` server's `shutdown`; None while none of them runs yet"""
     frames, f = [], sys._current_frames().get(thread.ident)
     while f is not None: frames.append(f); f = f.f_back
     for f in reversed(frames):  # outermost first: uvicorn's handler replaces the Runner's while it serves
@@ -68,6 +69,7 @@ def _server_stop(thread:threading.Thread, signum:int):
         task = f.f_locals.get('task')
         if isinstance(me, asyncio.Runner) and isinstance(task, asyncio.Task):
             return partial(me._loop.call_soon_threadsafe, me._on_sigint, signum, None, task)
+        if isinstance(me, socketserver.BaseServer) and f.f_code.co_name == 'serve_forever': return me.shutdown
     return None
 
 _raise_in = ctypes.pythonapi.PyThreadState_SetAsyncExc
@@ -76,7 +78,8 @@ TERM_GRACE = 5  # seconds a server has to stop after SIGTERM (the MCP SDK's stdi
 def serve_beside(run) -> list:
     """Run `run` (a server's loop) in a thread of its own while this, the main thread, runs the cells handed to `MAIN`;
     until `run` returns, or `TERM_GRACE` s after a SIGTERM. SIGINT and SIGTERM reach the server as they would on the main
-    thread, and SIGTERM stops the cell that runs; the signals received are returned. `run`'s exception is raised here"""
+    thread, and SIGTERM stops the cell that runs; the signals received are returned. `run`'s exception is raised here (a
+    `KeyboardInterrupt` only if no signal came: one that did is in what is returned)"""
     got, box, todo = [], {}, queue.SimpleQueue()
     def target():
         try: run()
@@ -108,5 +111,5 @@ def serve_beside(run) -> list:
     finally:
         for s, h in host.items(): signal.signal(s, h)
         todo.put(None)
-    if 'exc' in box: raise box['exc']
+    if 'exc' in box and not (got and isinstance(box['exc'], KeyboardInterrupt)): raise box['exc']
     return got

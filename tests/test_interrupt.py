@@ -236,13 +236,11 @@ def test_api_kernel_interrupt_stops_a_sleep_within_1s():
                    strict=True, reason="the managers make their in-process kernels with make_kernel(main_thread=False) (09_base)")
 def test_api_manager_timeout_stops_a_sleep(tmp_path):
     from headlesnb.notebook import NotebookManager
-    nm = NotebookManager(tmp_path)
-    try:
+    with NotebookManager(tmp_path) as nm:
         nm.use_notebook('n', mode='create')
         nm.execute_code('1')
         t0 = time.monotonic()
         r = nm.execute_code(BLOCKED['sleep'], timeout=2)
-        assert time.monotonic() - t0 < 3 and r['status'] == 'timeout', r
+        assert time.monotonic() - t0 < 3.5 and r['status'] == 'timeout', r
         t0 = time.monotonic()
         assert nm.execute_code('6 * 7')['status'] == 'ok' and time.monotonic() - t0 < 0.5
-    finally: nm.close()
