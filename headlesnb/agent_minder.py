@@ -234,6 +234,7 @@ def run(self:Minder) -> int:
     return 0
 
 # %% ../nbs/16a_agent_minder.ipynb #08dd76ee
-if __name__ == '__main__' and len(sys.argv) == 3:
+from fastcore.imports import in_notebook  # (run as a script, not when a notebook runs this cell)
+if __name__ == '__main__' and not in_notebook() and len(sys.argv) == 3 and sys.argv[0].endswith('agent_minder.py'):
     from headlesnb.agent_minder import Minder as _M  # (the module's own class, not a second copy run as __main__)
     sys.exit(_M(sys.argv[1], sys.argv[2]).run())

@@ -568,6 +568,7 @@ def transcript_text(agents:AgentManager, id:str, head:bool=True) -> str:
     parts = [f"agent {id} · {s['agent']} · {s['task_type']} · {shown_status(s)}" + (f" · {s['activity']}" if s['activity'] else '')] if head else []
     end = [f"── {shown_status(s)}: {s['result']}"] if s['status'] in FINISHED else []
     if s['agent'] != 'dialog':
+        if s['activity'] == NEEDS_INPUT and s['screen']: parts.append(f"⚑ it asks you (answer in its own session):\n\n{s['screen']}")
         out = read_text(d / 'output')
         return '\n\n'.join(parts + ([out.rstrip('\n')] if out.strip() else ['(no output yet)'] if s['status'] in LIVE else []) + end)
     try: nb = json.loads(read_text(d / 'dialog.ipynb') or '{}')
