@@ -1106,7 +1106,7 @@ def run_many(a, inputs:list) -> int:
     if a.cluster: from headlesnb.run_batch import run_cluster as place
     elif _warm_kernels(a): from headlesnb.run_batch import run_threads as place
     else: place = _run_forked
-    if a.output_dir: make_folder(a.output_dir)
+    if a.output_dir and not a.cluster: make_folder(a.output_dir)  # (run_cluster makes it once the cluster answers)
     n, done = len(jobs), 0
     def report(j:_Job):
         nonlocal done

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import BadArgumentError, HeadlesnbError, KernelError
 from .base import make_kernel
-from .run_io import is_url, local_path, redact, scrub
+from .run_io import local_path, make_folder, redact, scrub
 from .run import log, _Job, _child_argv, _finish_job, _run_one, _STATUS_OF, _warm_kernels, run_summary
 
 # %% ../nbs/22b_run_batch.ipynb #921d5617
@@ -262,6 +262,7 @@ def run_cluster(a, jobs:list, report) -> bool:
     "A batch as tasks of a Dask cluster; one line per notebook as it ends; True if interrupted"
     from distributed import as_completed
     client, local = connect(a.cluster, a.start_timeout)
+    if a.output_dir: make_folder(a.output_dir)
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
     try:
         futs = {client.submit(cluster_task, a, j.inp, j.out, ['headlesnb-run', batch, str(i)], key=f'headlesnb-run-{batch}-{i}', pure=False): j

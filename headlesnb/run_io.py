@@ -29,15 +29,17 @@ def local_path(path) -> str|None:
     if path.lower().startswith('file://'): return path[len('file://'):]
     return None
 
+_USERINFO = re.compile(r'([A-Za-z][A-Za-z0-9+.\-]*://)([^/@\s]*:[^/@\s]*|(?<=https://)[^/@\s]+|(?<=http://)[^/@\s]+)@')
+
 def redact(url:str) -> str:
-    "`url` fit to show: a user name and password in it (`https://u:p@host/`) become `***@`"
-    return re.sub(r'^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@]*@', r'\1***@', str(url))
+    "`url` fit to show: a `user:password@` in it, or any `name@` of an http(s) URL (a token), becomes `***@`"
+    return _USERINFO.sub(r'\1***@', str(url))
 
 _SECRET_NAME = re.compile(r'KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL|SAS|SIGNATURE', re.I)
 
 def scrub(text:str) -> str:
     "`text` without the value of any secret-looking environment variable (`AWS_SECRET_ACCESS_KEY`, ...) or URL password"
-    text = re.sub(r'([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@', r'\1***@', str(text))
+    text = _USERINFO.sub(r'\1***@', str(text))
     for k, v in os.environ.items():
         if _SECRET_NAME.search(k) and len(v) >= 6: text = text.replace(v, '***')
     return text

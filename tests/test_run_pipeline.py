@@ -314,4 +314,4 @@ def test_cluster_unreachable_is_an_error_within_the_start_timeout(tmp_path):
     t = time.monotonic()
     r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out', '--cluster', f'tcp://127.0.0.1:{free_port()}', '--start-timeout', '2')
     assert r.returncode == 2 and 'no Dask scheduler answered within 2s' in r.stderr, r.stderr
-    assert time.monotonic() - t < 20 and not (tmp_path / 'out' / 'a.ipynb').exists()
+    assert time.monotonic() - t < 20 and not (tmp_path / "out").exists()  # nothing written
