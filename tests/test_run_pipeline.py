@@ -315,3 +315,15 @@ def test_cluster_unreachable_is_an_error_within_the_start_timeout(tmp_path):
     r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out', '--cluster', f'tcp://127.0.0.1:{free_port()}', '--start-timeout', '2')
     assert r.returncode == 2 and 'no Dask scheduler answered within 2s' in r.stderr, r.stderr
     assert time.monotonic() - t < 20 and not (tmp_path / "out").exists()  # nothing written
+
+def test_cluster_local_on_warm_kernels_reports_as_jobs_does(tmp_path):
+    pytest.importorskip('distributed')
+    for i in range(3): mk_nb(tmp_path / f'n{i}.ipynb', ('i = 0', ['parameters']), 'import os\nprint(os.getpid(), i)' if i != 1 else 'raise KeyError("k")')
+    r = hb(*(tmp_path / f'n{i}.ipynb' for i in range(3)), '--output-dir', tmp_path / 'out', '--cluster', 'local:1', '-k', 'python3',
+           '-p', 'i', '4', '--summary', '-', timeout=180)
+    assert r.returncode == 1, r.stderr
+    s = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [(x['status'], x['exit_code']) for x in s] == [('ok', 0), ('failed', 1), ('ok', 0)]
+    assert s[1]['failure']['ename'] == 'KeyError' and 'n1.ipynb: failed, 3/3 cells' in r.stderr
+    pids = [texts(nbformat.read(tmp_path / 'out' / f'n{i}.ipynb', as_version=4).cells[2]).split()[0] for i in (0, 2)]
+    assert pids[0] != pids[1]  # a fresh kernel per notebook, though one worker ran them all
