@@ -188,8 +188,9 @@ class WorkspaceManager(BaseManager):
     kind, suffix = 'workspace', STATE_SUFFIX
     def __init__(self, root='.', notebooks=None, dialogs=None, augments_dir:str='augments', budgets:dict|None=None,
                  history_size:int=100, max_notifications:int=20, max_file_bytes:int=10_000_000,
-                 max_search_bytes:int=1_000_000, max_window_lines:int=2_000, count=estimate_tokens):
+                 max_search_bytes:int=1_000_000, max_window_lines:int=2_000, count=estimate_tokens, code_map:bool|None=None):
         super().__init__(root, history_size=history_size)
+        if code_map not in (None, True, False): raise BadArgumentError(f"code_map must be None (a root holding code, up to 50,000 code files), True or False, not {code_map!r}")
         bad = set(budgets or {}) - set(SECTIONS)
         if bad: raise BadArgumentError(f"unknown section(s) {', '.join(sorted(bad))} in budgets; sections are {', '.join(SECTIONS)}")
         self.budgets = {**DEFAULT_BUDGETS, **{k: check_int(v, f'budget of {k}', 100) for k, v in (budgets or {}).items()}}
@@ -197,6 +198,7 @@ class WorkspaceManager(BaseManager):
         self.max_notifications, self.max_file_bytes = max_notifications, max_file_bytes
         self.max_search_bytes, self.max_window_lines = max_search_bytes, max_window_lines
         self._attached = []
+        self.code_map = code_map  # STRUCTURAL_VIEW: None maps a root holding code (up to ws_structure.MAX_FILES code files), True any, False none unasked
 
     def _new_doc(self, path): return Workspace(self, None, path)  # written on its first change
     def _new_history(self): return None  # each editor has its own

@@ -225,13 +225,34 @@ def test_edit_reindexes_one_file_and_restart_is_warm(tree):
     again.close()
 
 
-def test_workspace_off_costs_nothing(tmp_path):
-    "A workspace that never used the code map renders one line and imports no parser, scorer or graph library"
+def test_fresh_workspace_maps_code_without_a_call(tree):
+    "A fresh process: a workspace over a code folder says its map is being built, then shows it, with no code-map tool called"
+    code = textwrap.dedent(f"""
+        import time
+        from headlesnb.workspace import WorkspaceManager
+        ws = WorkspaceManager({str(tree)!r}).open_workspace('w')
+        first = dict(ws.sections())['STRUCTURAL_VIEW']
+        assert first.startswith('(being built in the background'), first
+        for _ in range(600):
+            text = dict(ws.sections())['STRUCTURAL_VIEW']
+            if not text.startswith('(being built'): break
+            time.sleep(0.2)
+        print(text)
+        """)
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr
+    assert ' files, ' in out.stdout and 'class Ring(Circle)  L17-24' in out.stdout and 'func (s *Server) Start() error' in out.stdout, out.stdout
+    assert not (tree / 'w.workspace.json').exists()  # rendering changed no state
+    assert CodeMap(tree).counts()['files'] > 5  # the index is on disk: a restart catches up, it does not rebuild
+
+
+def test_workspace_off_costs_nothing(tree):
+    "A workspace with the code map off renders one line and imports no parser, scorer or graph library"
     code = textwrap.dedent(f"""
         import sys, headlesnb
         from headlesnb.workspace import WorkspaceManager
         from headlesnb.ws_structure import OFF
-        ws = WorkspaceManager({str(tmp_path)!r}).open_workspace('w')
+        ws = WorkspaceManager({str(tree)!r}, code_map=False).open_workspace('w')
         text = dict(ws.sections())['STRUCTURAL_VIEW']
         assert text == OFF, text
         print(sorted(m for m in sys.modules if m.split('.')[0] in ('tree_sitter', 'tree_sitter_language_pack', 'bm25s', 'networkx', 'scipy')))
@@ -239,7 +260,92 @@ def test_workspace_off_costs_nothing(tmp_path):
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == '[]'
-    assert not (tmp_path / '.headlesnb').exists()
+    assert not (tree / '.headlesnb').exists()
+
+
+def _built(ws, timeout=120):
+    from headlesnb import ws_structure
+    b = ws_structure._BUILDS.get(str(ws.root))
+    if b is not None: assert b.finished.wait(timeout)
+    return dict(ws.sections())['STRUCTURAL_VIEW']
+
+
+def test_views_off_on_and_above_the_size_limit(tree, monkeypatch):
+    from headlesnb import ws_structure
+    monkeypatch.setattr(ws_structure, 'MAX_FILES', 3)
+    ws = WorkspaceManager(tree).open_workspace('w')
+    dict(ws.sections())
+    assert _built(ws) == "(off: more than 3 code files under the root; structure(operation='on') maps them anyway)"
+    assert not (tree / '.headlesnb').exists()  # nothing indexed
+    assert ws.tools()['structure']('on') == 'STRUCTURAL_VIEW on (the map shows there once built)'
+    dict(ws.sections())  # asks for the build again, without the limit
+    assert 'class Ring(Circle)' in _built(ws)
+    assert ws.tools()['structure']('off') == 'STRUCTURAL_VIEW off'
+    assert dict(ws.sections())['STRUCTURAL_VIEW'] == ws_structure.OFF
+    ws2 = WorkspaceManager(tree).open_workspace('w')  # the view is kept with the workspace
+    assert ws2.code_map['view'] == 'off' and ws2.info()['code_map'] == 'off'
+    with pytest.raises(BadArgumentError, match='operation must be'): ws.structure('hide')
+    with pytest.raises(BadArgumentError, match='code_map must be'): WorkspaceManager(tree, code_map='yes')
+
+
+def _nbdev_tree(root: Path):
+    "An nbdev project as nbdev 3 writes it: a notebook and the module exported from it"
+    cells = [dict(cell_type='markdown', id='m0', metadata={}, source='# Core'),
+             dict(cell_type='code', id='c1', metadata={}, outputs=[], execution_count=None, source='#| default_exp core'),
+             dict(cell_type='code', id='c2', metadata={}, outputs=[], execution_count=None,
+                  source='#| export\ndef hello(n):\n    "Say hello."\n    return f"hello {n}"'),
+             dict(cell_type='code', id='c3', metadata={}, outputs=[], execution_count=None,
+                  source='#| export\n#| hide\nclass Greeter:\n    def greet(self, n): return hello(n)'),
+             dict(cell_type='code', id='c4', metadata={}, outputs=[], execution_count=None, source='assert hello(1) == "hello 1"')]
+    (root / 'nbs').mkdir(); (root / 'lib').mkdir()
+    (root / 'nbs' / '00_core.ipynb').write_text(json.dumps(dict(cells=cells, metadata={}, nbformat=4, nbformat_minor=5)))
+    (root / 'lib' / '__init__.py').write_text('')
+    (root / 'lib' / 'core.py').write_text(
+        '"""Core."""\n\n# AUTOGENERATED! DO NOT EDIT! File to edit: ../nbs/00_core.ipynb.\n\n'
+        "# %% auto #0\n__all__ = ['hello', 'Greeter']\n\n"
+        '# %% ../nbs/00_core.ipynb #c2\ndef hello(n):\n    "Say hello."\n    return f"hello {n}"\n\n'
+        '# %% ../nbs/00_core.ipynb #c3\nclass Greeter:\n    def greet(self, n): return hello(n)\n')
+    (root / 'app.py').write_text('from lib.core import hello\n\nprint(hello(2))\n')
+
+
+def test_nbdev_symbols_once_at_the_notebook_cell(tmp_path):
+    _nbdev_tree(tmp_path)
+    cm = CodeMap(tmp_path)
+    cm.refresh()
+    lines = (tmp_path / 'lib' / 'core.py').read_text().splitlines()
+    s = cm.find('hello')  # one symbol, not two: the notebook's cell, with the module's line
+    assert (s.qname, s.path, s.cell, s.start, s.module) == ('lib.core.hello', 'nbs/00_core.ipynb', 'c2', 2, 'lib/core.py:9')
+    assert lines[8] == 'def hello(n):'
+    g = cm.find('lib.core.Greeter.greet')
+    assert (g.path, g.cell, g.module) == ('nbs/00_core.ipynb', 'c3', 'lib/core.py:15') and lines[14].strip().startswith('def greet')
+    text = cm.tree(budget=5000)
+    assert text.count('def hello(n)') == 1 and 'def hello(n)  cell c2 L2-4 → core.py:9' in text, text
+    assert '00_core.ipynb  [lib.core: edit here, not lib/core.py]' in text, text
+    hits = [h for h in cm.search('hello', 10) if h['kind'] == 'symbol' and h['qual'] == 'hello']
+    assert [(h['qname'], h['path'], h['module']) for h in hits] == [('lib.core.hello', 'nbs/00_core.ipynb', 'lib/core.py:9')], hits
+    refs = cm.references('hello')
+    assert [(r['loc'], r['module']) for r in refs if r['kind'] == 'call'] == [
+        ('app.py:3', None), ('nbs/00_core.ipynb cell c3:4', 'lib/core.py:15'), ('nbs/00_core.ipynb cell c4:1', None)], refs
+    assert not [r for r in refs if r['path'] == 'lib/core.py']
+    assert sorted((c['caller'], c['path']) for c in cm.callers('hello')) == [
+        ('app', 'app.py'), ('lib.core', 'nbs/00_core.ipynb'), ('lib.core.Greeter.greet', 'nbs/00_core.ipynb')], cm.callers('hello')
+    assert [i['path'] for i in cm.imports('lib.core')['imported_by']] == ['app.py']
+    assert [x.name for x in cm.outline('lib.core')] == ['hello', 'Greeter', 'greet']  # the module name is the notebook's
+    # a workspace's frame opens the notebook cell
+    wm = WorkspaceManager(tmp_path)
+    import headlesnb.codemap as cmod
+    cmod._OPEN[str(tmp_path.resolve())] = cm
+    try:
+        line = wm.open_workspace('w').tools()['open_frame']('hello')
+        assert line == 'opened f1: lib.core.hello (function), nbs/00_core.ipynb lines 2-4; exported to lib/core.py:9', line
+    finally: del cmod._OPEN[str(tmp_path.resolve())]
+    # the module edited away from its notebook: a symbol only the module has stays shown there
+    p = tmp_path / 'lib' / 'core.py'
+    p.write_text(p.read_text() + '\ndef only_here(): pass\n')
+    cm.refresh()
+    assert cm.find('only_here').path == 'lib/core.py'
+    assert [r[0] for r in cm.all_symbols()[cm.known['lib/core.py'][0]]] == ['__all__', 'only_here']  # (the tree's rows)
+    cm.close()
 
 
 def test_workspace_tools_state_and_dialog(tree):

@@ -25,7 +25,8 @@ def root(tmp_path):
 
 @pytest.fixture
 def ws(root):
-    return WorkspaceManager(root).open_workspace('w')
+    "A workspace with the code map off (test_codemap.py tests it): renders that do not depend on a background build"
+    return WorkspaceManager(root, code_map=False).open_workspace('w')
 
 
 def _tree(d: Path) -> dict:
@@ -41,11 +42,11 @@ def _tree(d: Path) -> dict:
 # ---------------------------------------------------------------- rendering
 
 GOLDEN = '''---WORKSPACE_STATUS
-tokens: STRUCTURAL_VIEW 21/4000 | AUGMENTS 4/8000 | FILE_WINDOWS 54/20000 | EDITOR_WINDOWS 33/20000 | TOOL_RESULT_WINDOWS 46/10000 | NOTIFICATIONS 19/2000 | TODOS 9/2000 | total 186
+tokens: STRUCTURAL_VIEW 22/4000 | AUGMENTS 4/8000 | FILE_WINDOWS 54/20000 | EDITOR_WINDOWS 33/20000 | TOOL_RESULT_WINDOWS 46/10000 | NOTIFICATIONS 19/2000 | TODOS 9/2000 | total 187
 ---WORKSPACE_STATUS_END
 
 ---STRUCTURAL_VIEW
-(off: the structure, search and open_frame tools map the code under the root here)
+(off: structure(operation='on') or any code-map tool maps the code under the root here)
 ---STRUCTURAL_VIEW_END
 
 ---AUGMENTS
