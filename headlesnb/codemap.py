@@ -780,8 +780,10 @@ def callees(self:CodeMap, name:str) -> list:
     for callee, lines in self._rows('SELECT name, lines FROM refs WHERE file=? AND kind=1', (fid,)):
         ls = [l for l in map(int, lines.split(',')) if start <= l <= end]
         if not ls: continue
-        defs = sorted(dict.fromkeys((self._qname(f, q), f != fid) for f, q in self._rows('SELECT file, qual FROM symbols WHERE name=? AND kind != ?', (callee, 'variable'))),
-                      key=lambda d: (d[1], d[0]))  # (an nbdev module's copy has its notebook's name: once)
+        other = {}  # qualified name -> defined only outside this file (an nbdev module's copy has its notebook's name: once)
+        for f, q in self._rows('SELECT file, qual FROM symbols WHERE name=? AND kind != ?', (callee, 'variable')):
+            k = self._qname(f, q); other[k] = other.get(k, True) and f != fid
+        defs = sorted(other.items(), key=lambda d: (d[1], d[0]))
         res.append(dict(name=callee, lines=ls, defined=[d[0] for d in defs[:5]], definitions=len(defs)))
     return sorted(res, key=lambda x: (x['lines'][0], x['name']))
 
