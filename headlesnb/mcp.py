@@ -154,6 +154,11 @@ class NotebookTools(ToolGroup):
             if ref not in ids: return int(ref)
         return ref
 
+    def _name(self, notebook_name) -> str|None:
+        "The name the notebook is open under (its first, for a second name), None if it is not"
+        try: return self.nm.item(notebook_name).name
+        except HeadlesnbError: return None
+
     def _cell(self, index, cell_id, notebook_name, what='cell_index or cell_id'):
         "The cell named by `cell_id` (which wins, as in jupyter-mcp-server) or by `index`"
         if cell_id is not None: return cell_id
@@ -275,6 +280,19 @@ async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Ca
 
 # %% ../nbs/24_mcp.ipynb #9a4b4e75
 @patch
+async def read_output(self:NotebookTools, cell_index:_CellRef=None,
+        output_index:Annotated[int, Field(description="Which output of the cell (0-based)", ge=0)]=0,
+        offset:Annotated[int, Field(description="First character", ge=0)]=0,
+        limit:Annotated[int, Field(description="Most characters (0: a full answer's worth)", ge=0)]=0,
+        notebook_name:_NbName=None, cell_id:_CellId=None) -> CallToolResult:
+    "Page through one output of a cell from a character offset: the rest of what an answer cut."
+    def call():
+        self.nm.flush_live(notebook_name)
+        c = self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), True, notebook_name)
+        return format_output_page(c.get('outputs') or [], output_index, offset, limit, self.opts, (self._name(notebook_name), c['id']))
+    return await self._do(call, lambda blocks: blocks)
+
+@patch
 async def read_notebook(self:NotebookTools, notebook_name:_NbName=None,
         response_format:Annotated[Literal['brief', 'detailed'], Field(description="brief: a line per cell; detailed: sources and outputs")]='brief',
         start_index:Annotated[int, Field(description="First cell", ge=0)]=0,
@@ -294,11 +312,14 @@ async def read_cell(self:NotebookTools, cell_index:_CellRef=None,
         head = (f"=====Cell {d['index']} | type: {d['cell_type']} | execution count: {d.get('execution_count') or 'N/A'}=====\n"
                 f"id {d['id']} · hash {d['hash']}")
         blocks = [TextContent(type='text', text=head), TextContent(type='text', text=cap_text(d['source'], self.opts.text_limit))]
-        blocks += format_outputs(d.get('outputs') or [], self.opts, merge=False)
+        blocks += format_outputs(d.get('outputs') or [], self.opts, merge=False, where=(self._name(notebook_name), d['id']))
         items = block_items(blocks)
         return answer(*blocks, cell_id=d['id'], result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items),
                       index=d['index'], id=d['id'], hash=d['hash'])  # (headlesnb's fields beside jupyter-mcp-server's)
-    return await self._do(lambda: self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), include_outputs, notebook_name), fmt)
+    def call():
+        self.nm.flush_live(notebook_name)  # a running cell shows what it printed up to now
+        return self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), include_outputs, notebook_name)
+    return await self._do(call, fmt)
 
 @patch
 async def history(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
@@ -529,7 +550,8 @@ def run_state_line(d:dict) -> str:
 @patch
 def _fmt_going(self:ToolGroup, d:dict, what:str) -> CallToolResult:
     "A run that goes on, or a poll of one: how it stands, then its outputs from `since` on (budgeted for the model)"
-    blocks = format_outputs(d['outputs'], self.opts, merge=False)
+    blocks = format_outputs(d['outputs'], self.opts, merge=False, start=d['since'],
+                            where=(d['name'], d['cell_id']) if d.get('kind') == 'cell' and d.get('cell_id') else None)
     span = f"outputs {d['since']}-{d['since'] + len(d['outputs']) - 1} of {d['total_outputs']}" if d['outputs'] else f"no new output (of {d['total_outputs']})"
     head = f"{run_state_line(d)}\n{what}: {d['status']}" + (f" [{d['execution_count']}]" if d.get('execution_count') is not None else '') + f"; {span}"
     if d.get('reason'): head += f"; {d['reason']}"
@@ -580,9 +602,10 @@ def run_header(what:str, r:dict, timeout:float) -> str:
     return h
 
 @patch
-def _fmt_outputs(self:ToolGroup, r:dict, what:str, timeout:float, t0:float) -> CallToolResult:
-    "A notebook run as jupyter-mcp-server 2.2 answers it: a block per output, then how it ended (and our one line); the outputs as structuredContent too"
-    blocks = format_outputs(r['outputs'], self.opts, merge=False)
+def _fmt_outputs(self:ToolGroup, r:dict, what:str, timeout:float, t0:float, name:str|None=None) -> CallToolResult:
+    """A notebook run as jupyter-mcp-server 2.2 answers it: a block per output, then how it ended (and our one line); the outputs as
+    structuredContent too. `name`: the notebook whose cell `r['id']` ran (a cut output then says how to read the rest)"""
+    blocks = format_outputs(r['outputs'], self.opts, merge=False, where=(name, r['id']) if name and r.get('id') else None)
     if r['status'] == 'timeout': end = f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and was interrupted]"
     elif r['status'] in ('ok', 'error'): end = f"[COMPLETED in {time.monotonic() - t0:.1f}s]"
     else: end = f"[{r['status'].upper()}]"
@@ -612,7 +635,7 @@ async def execute_cell(self:NotebookTools, cell_index:_CellRef=None, timeout:_Ti
     async def start(st):
         r = await self.nm.aexecute_cell(self._cell(cell_index, cell_id, notebook_name), t, notebook_name, wait=wait)
         self._tell_when_done(ctx, r); return r
-    def fmt(r): return self._fmt_or_going(r, _cell_what(r), lambda r: self._fmt_outputs(r, _cell_what(r), t, t0))
+    def fmt(r): return self._fmt_or_going(r, _cell_what(r), lambda r: self._fmt_outputs(r, _cell_what(r), t, t0, self._name(notebook_name)))
     return await self._run(ctx, start, fmt, f'cell {cell_index}', t, progress_interval)
 
 @patch
@@ -625,7 +648,7 @@ async def insert_execute_code_cell(self:NotebookTools, cell_index:_Pos,
     async def start(st):
         r = await self.nm.ainsert_execute_code_cell(self._ref(cell_index, notebook_name), cell_source, t, notebook_name, wait=wait)
         self._tell_when_done(ctx, r); return r
-    def fmt(r): return self._fmt_or_going(r, _cell_what(r, 'inserted '), lambda r: self._fmt_outputs(r, _cell_what(r, 'inserted and ran '), t, t0))
+    def fmt(r): return self._fmt_or_going(r, _cell_what(r, 'inserted '), lambda r: self._fmt_outputs(r, _cell_what(r, 'inserted and ran '), t, t0, self._name(notebook_name)))
     return await self._run(ctx, start, fmt, 'new cell', t, progress_interval)
 
 @patch
@@ -687,7 +710,9 @@ async def get_run(self:RunTools, run_id:_RunId,
     "A run's status, time so far and outputs from `since` on; with wait, answers once something new shows or it ends."
     def poll(): return self._owner(run_id).get_run(run_id, wait, since)
     def fmt(d): return self._fmt_going(d, f"{d['kind']} run of {d['name']!r}" + (f", cell id {d['cell_id']}" if d.get('cell_id') else ''))
-    if not wait: return await self._do(poll, fmt)  # nothing to wait for: one hop
+    if not wait:  # nothing to wait for: answered here, without a thread hop (it only reads)
+        try: return fmt(poll())
+        except Exception as e: return failed(e, self.opts.text_limit)
     async def start(st): return await anyio.to_thread.run_sync(poll, abandon_on_cancel=True)
     return await self._run(None, start, fmt, 'get_run', 0, 0)
 
@@ -940,7 +965,7 @@ _DESTROY = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=Fal
 _RUN = dict(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 NOTEBOOK_TOOLS = dict(
-    list_files=_RO, list_kernels=_RO, list_notebooks=_RO, read_notebook=_RO, read_cell=_RO, history=_RO, list_variables=_RO, inspect_variable=_RO,
+    list_files=_RO, list_kernels=_RO, list_notebooks=_RO, read_notebook=_RO, read_cell=_RO, read_output=_RO, history=_RO, list_variables=_RO, inspect_variable=_RO,
     use_notebook=dict(_EDIT, idempotent_hint=True), unuse_notebook=dict(_DESTROY, idempotent_hint=True),
     restart_notebook=_DESTROY, insert_cell=_EDIT, overwrite_cell_source=dict(_DESTROY, idempotent_hint=True),
     edit_cell_source=_EDIT, delete_cell=_DESTROY, move_cell=_EDIT, swap_cells=_EDIT,
