@@ -1005,6 +1005,8 @@ def _end_cli(self:Runners, s:dict):
         kill_tree(procs)
     elif s['pid'] and spec_alive(s['pid']): kill_tree(process_tree([int(s['pid'].split()[0])]))
 
+_OWN_CACHES = ('.headlesnb/', '.scope/')  # headlesnb's own folders in a worktree (a dialog agent's code-map index): made again at will
+
 @patch
 def cleanup(self:Runners) -> dict:
     "Remove the worktrees that are merged, finished and hold nothing the merge lacks: `{'removed': [...], 'kept': [{'id', 'worktree', 'why'}]}`"
@@ -1019,7 +1021,8 @@ def cleanup(self:Runners) -> dict:
         elif self._cli_running(s): why = f"its CLI still runs (tmux session {s['tmux']})"
         elif subprocess.run(['git', 'merge-base', '--is-ancestor', 'HEAD', s['merged']], cwd=wt, capture_output=True).returncode:
             why = 'it has commits made after the merge'
-        elif (left := git('status', '--porcelain', '--ignored', '--untracked-files=all', cwd=wt).splitlines()):
+        elif (left := [l for l in git('status', '--porcelain', '--ignored', '--untracked-files=all', cwd=wt).splitlines()
+                       if not l[3:].startswith(_OWN_CACHES)]):
             why = f"it holds files the merge does not have: {', '.join(l[3:] for l in left[:5])}" + (f" and {len(left) - 5} more" if len(left) > 5 else '')
         if why: kept.append(dict(id=s['id'], worktree=self.rel(wt), why=why)); continue
         git('worktree', 'remove', str(wt), cwd=self._repo())  # (without --force: git itself refuses a worktree with changes)

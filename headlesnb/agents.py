@@ -89,8 +89,9 @@ def shown_status(s:dict) -> str:
     return 'failed' if failed(s) else s['status']
 
 def poll_json(d:dict) -> dict:
-    "A session as scope's `poll` prints it, plus `agent`, `model`, `error` (true when it ended in an error) and, for a worktree agent, branch, worktree and diff"
+    "A session as scope's `poll` prints it, plus `agent`, `model`, `error` (true when it ended in an error), when known `delivered`, `screen` (what it asks) and `notify` (the notify command's last run), and for a worktree agent, branch, worktree and diff"
     res = {k: d[k] for k in POLL_KEYS} | dict(agent=d.get('agent', ''), model=d.get('model', ''), error=failed(d))
+    res.update({k: d[k] for k in ('delivered', 'screen', 'notify') if d.get(k)})
     if d.get('branch'): res.update(branch=d['branch'], worktree=d.get('worktree', ''), diff=d.get('diff', ''))
     return res
 

@@ -89,6 +89,7 @@ def test_cli_spawn_poll_wait_abort(root):
     r = hnb('spawn', 'Say hello', '--agent', 'noop', '--type', 'explore', root=root, check=True)
     assert r.stdout == '0\n'
     done = json.loads(wait_for(lambda: (p := hnb('poll', '0', root=root)).returncode == 0 and '"done"' in p.stdout and p.stdout, what='done'))
+    assert datetime.fromisoformat(done.pop('delivered'))  # (when the task reached it: here, on its command line)
     assert done == dict(id='0', status='done', activity='', result='(the agent exited without output)', task='Say hello', task_type='explore',
                        parent='', agent='noop', model='', error=False)
     # wait: all finished -> 0; a timeout -> 2 with the JSON still printed

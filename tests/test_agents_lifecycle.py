@@ -120,6 +120,8 @@ def test_claude_code_screens_then_task_then_done_without_hooks(tmp_path, tmux_se
         assert not [b for b in fake.requests if b.get('tools')], 'no task before the user answered'
         assert 'Yes, I trust this folder' in (root / '.scope/sessions/0/minder.log').read_text()  # the trust dialog was met, and answered
         wait_for(lambda: told.exists() and '0 | needs_input | ' in told.read_text(), what='the notify command (needs input)')
+        polled = json.loads(hnb('poll', '0', root=root, check=True).stdout)  # (the command line shows the same)
+        assert 'Detected a custom API key' in polled['screen'] and 'delivered' not in polled
         tm('send-keys', '-t', f'={name}:', 'Up', 'Enter')  # the user: "Yes", use this key
         r = hnb('wait', '0', '--timeout', '90', root=root)
         assert r.returncode == 0, (r.stdout, r.stderr)
