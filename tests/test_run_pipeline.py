@@ -327,3 +327,22 @@ def test_cluster_local_on_warm_kernels_reports_as_jobs_does(tmp_path):
     assert s[1]['failure']['ename'] == 'KeyError' and 'n1.ipynb: failed, 3/3 cells' in r.stderr
     pids = [texts(nbformat.read(tmp_path / 'out' / f'n{i}.ipynb', as_version=4).cells[2]).split()[0] for i in (0, 2)]
     assert pids[0] != pids[1]  # a fresh kernel per notebook, though one worker ran them all
+
+def test_ctrl_c_stops_a_k_batch_writing_what_ran(tmp_path):
+    nbs = [mk_nb(tmp_path / f's{i}.ipynb', f'print("start {i}")', 'import time; time.sleep(60)', 'print("end")') for i in range(3)]
+    p = subprocess.Popen([*HB, *nbs, '--output-dir', tmp_path / 'out', '-k', 'python3', '--jobs', '2', '--autosave-cell-every', '1'], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        end = time.monotonic() + 90  # both running notebooks are in their sleeping cell once their first outputs are written
+        while time.monotonic() < end and not all((tmp_path / 'out' / f's{i}.ipynb').exists() for i in range(2)): time.sleep(0.2)
+        time.sleep(1)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None: p.kill(); p.communicate()
+    assert p.returncode == 130, err
+    assert re.search(r's0.ipynb +interrupted +2/3', out) and re.search(r's2.ipynb +not run', out), out
+    for i in range(2):
+        nb = nbformat.read(tmp_path / 'out' / f's{i}.ipynb', as_version=4)
+        assert texts(nb.cells[0]) == f'start {i}\n' and nb.cells[1].outputs[-1]['ename'] == 'KeyboardInterrupt'
+    assert not (tmp_path / 'out' / 's2.ipynb').exists()
