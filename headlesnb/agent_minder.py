@@ -73,7 +73,10 @@ def announce(root, s:dict|None, notify:list|None=None) -> str|None:
     st = SessionStore(root)
     ev = s and agent_event(s)
     if not ev: return None
-    key = ev + ('' if ev != 'needs_input' else ' ' + hashlib.sha1(s['screen'].encode()).hexdigest()[:12])
+    key = ev
+    if ev == 'needs_input':  # (each question once: by its screen, or when a hook asked, by when it did)
+        try: key += ' ' + (hashlib.sha1(s['screen'].encode()).hexdigest()[:12] if s['screen'] else str(os.stat(st.path(s['id']) / 'activity').st_mtime_ns))
+        except OSError: pass
     if not _claim(st, s, key): return None
     msg = f"headlesnb: agent {s['id']} {ev.replace('_', ' ')}: {agent_summary(s)}"
     try: to = json.loads(read_text(st.path(s['id']) / 'notify_to') or '{}')
