@@ -4,8 +4,9 @@ The servers run their loop in a thread of their own and their in-process cells o
 reaches them (06c_mainthread): `time.sleep(60)` under `timeout=2` ends at about 2 s, with an answer that says it
 timed out and was interrupted (not that it could not be), and the next cell runs at once; `interrupt` stops such a
 cell within 1 s. Checked through the official MCP client over stdio and HTTP against `headlesnb mcp`, through
-`headlesnb serve` with httpx, and through the Python API on the main thread. Ctrl-C on a server (a cell running or
-not) still exits quietly with 130, SIGTERM still ends it.
+`headlesnb serve` with httpx, and through the Python API on the main thread. Code that ignores SIGINT is still reported
+stuck, and other notebooks run meanwhile. Ctrl-C on a server (a cell running or not) still exits quietly with 130,
+SIGTERM still ends it.
 """
 import inspect, json, os, signal, socket, subprocess, sys, threading, time
 from contextlib import asynccontextmanager, suppress
@@ -27,8 +28,9 @@ STARTED = 'open("started", "w").close()\n'  # a cell that says when it runs, so 
 
 def text(res) -> str: return '\n'.join(c.text for c in res.content if c.type == 'text')
 
-def check_timed_out(t:str, took:float, what:str):
-    assert 1.5 <= took < 3.5, f'{what}: the timeout=2 run took {took:.2f} s: {t}'
+def check_timed_out(t:str, took:float, what:str, timeout:float=2):
+    "`t`, the answer to a run with `timeout`, says once that it timed out and was interrupted, about then (1.5 s of slack: 2 shared cores)"
+    assert timeout - 0.5 <= took < timeout + 1.5, f'{what}: the timeout={timeout} run took {took:.2f} s: {t}'
     assert 'could not be interrupted' not in t and 'stuck' not in t, f'{what}: {t}'
     assert t.count('timed out after') == 1 and 'was interrupted' in t, f'{what}: {t}'
 
@@ -92,6 +94,31 @@ def test_mcp_interrupt_stops_a_sleeping_cell_within_1s(tmp_path, transport):
             assert box['t'] - t0 < 1, f"the run ended {box['t'] - t0:.2f} s after the interrupt: {t}"
             assert 'KeyboardInterrupt' in t and 'could not be interrupted' not in t, t
             assert '42' in text(await s.call_tool('execute_code', dict(code='6 * 7')))
+    anyio.run(go)
+
+DEAF = ('import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n'
+        'try: time.sleep(4)\nfinally: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})')  # deaf to SIGINT for 4 s
+
+def test_mcp_a_cell_deaf_to_sigint_is_reported_stuck_and_other_notebooks_run(tmp_path):
+    "Code in C that ignores SIGINT holds the main thread: its run is reported stuck, other notebooks run meanwhile, and it recovers"
+    async def go():
+        async with mcp(tmp_path, 'stdio') as s:
+            await s.call_tool('execute_code', dict(code='1'))
+            t0 = time.monotonic()
+            t = text(await s.call_tool('execute_code', dict(code=DEAF, timeout=1)))
+            assert time.monotonic() - t0 < 3 and 'could not be interrupted' in t, t
+            res = await s.call_tool('execute_code', dict(code='1'))
+            assert res.is_error and 'stuck' in text(res), text(res)  # refused while the call goes on
+            await s.call_tool('use_notebook', dict(notebook_name='other', mode='create'))
+            t0 = time.monotonic()
+            assert '42' in text(await s.call_tool('execute_code', dict(code='6 * 7', notebook_name='other')))
+            assert time.monotonic() - t0 < 1  # not waiting for the main thread
+            await anyio.sleep(4)
+            t = text(await s.call_tool('execute_code', dict(code='6 * 7', notebook_name='n')))
+            assert '42' in t, t  # the call returned: the kernel works again, without a restart
+            t0 = time.monotonic()
+            t = text(await s.call_tool('execute_code', dict(code=BLOCKED['sleep'], timeout=1)))
+            check_timed_out(t, time.monotonic() - t0, 'a sleep after the stuck cell', timeout=1)  # on the main thread again
     anyio.run(go)
 
 # ---------------------------------------------------------------- headlesnb serve (the dialoghelper HTTP API)
