@@ -87,6 +87,8 @@ def check_writable(path, what:str='output'):
     if (p := local_path(path)) is not None:
         if Path(p).expanduser().is_dir(): raise BadArgumentError(f"{path}: is a folder, not a notebook file")
         return
+    if _URL.match(path).group(1).lower() in ('http', 'https'):
+        raise BadArgumentError(f"{redact(path)}: http(s):// URLs are read-only here: write the {what} to a file or an object store")
     fs, p = url_fs(path)
     try: info = fs.info(p)
     except FileNotFoundError: return

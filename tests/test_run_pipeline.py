@@ -181,6 +181,8 @@ def test_http_input_from_a_local_http_server(tmp_path):
         assert texts(nbformat.read(tmp_path / 'out.ipynb', as_version=4).cells[2]) == '42\n'
         r = hb(f'http://127.0.0.1:{port}/none.ipynb', tmp_path / 'none.ipynb')
         assert r.returncode == 2 and f'http://127.0.0.1:{port}/none.ipynb: no such notebook' in r.stderr, r.stderr
+        r = hb(tmp_path / 'out.ipynb', f'http://127.0.0.1:{port}/written.ipynb')
+        assert r.returncode == 2 and 'read-only' in r.stderr and not (site / 'written.ipynb').exists(), r.stderr
     finally: stop(srv)
 
 # ---------------------------------------------------------------------------------------------------------------
