@@ -365,7 +365,7 @@ def _check_alive(self:Runners, sessions) -> bool:
             alive, why = (str(self.root), id) in _LOCAL, 'the process running it lost it'
         elif s['tmux'] and s['runner'] != 'dialog':
             if names is None: names = tmux_sessions()
-            alive, why = s['tmux'] in names or (not s['pid'] and _young(s)), f"its tmux session {s['tmux']} is gone"
+            alive, why = s['tmux'] in names or (s['status'] == 'pending' and _young(s)), f"its tmux session {s['tmux']} is gone"  # (running: its session was made)
         elif s['pid']: alive, why = spec_alive(s['pid']), f"its process ({s['pid'].split()[0]}) is gone"
         else: alive, why = _young(s), 'it never started'
         if alive:
