@@ -771,7 +771,7 @@ def _count(s:str) -> int:
     return v
 
 _USAGE = '''headlesnb run [options] INPUT [OUTPUT]
-       headlesnb run [options] INPUT... --output-dir DIR [--jobs N]'''
+       headlesnb run [options] INPUT... --output-dir DIR [--jobs N | --cluster ADDRESS]'''
 
 _DESC = '''Execute notebooks headlessly, with papermill's command line: a papermill command works with
 `papermill` replaced by `headlesnb run`. INPUT and OUTPUT may be `-` (standard input / output; logs and
@@ -782,8 +782,9 @@ Paths may be URLs that fsspec serves (s3://, gs://, az://, http(s)://, ...: pip 
 SIGTERM is handled as Ctrl-C (outputs so far written), with exit status 143.
 
 Exit status: 0 ok, 1 a cell failed (outputs written, error banner at the top), 2 bad input or options
-(nothing written), 124 past --total-timeout (outputs so far written), 130 interrupted by Ctrl-C (outputs so far written), 137 killed: an in-process cell blocked in C
-past --execution-timeout (the cells before it written), 138 the kernel died, 143 SIGTERM.'''
+(nothing written), 124 past --total-timeout (outputs so far written), 130 interrupted by Ctrl-C (outputs so
+far written), 137 killed: an in-process cell blocked in C past --execution-timeout (the cells before it
+written), 138 the kernel died, 143 SIGTERM.'''
 
 def run_parser() -> argparse.ArgumentParser:
     "The `headlesnb run` argument parser"
