@@ -1,0 +1,302 @@
+"""headlesnb editing a notebook open in the user's JupyterLab: a real JupyterLab with jupyter-collaboration (its own
+cached venv, built by tests/setup.sh) and its page in headless Chromium. Edits and outputs show in the page within 2 s,
+nothing typed there is lost, Ctrl+S never brings "File Changed", the page's edits reach headlesnb's next read."""
+import json, os, secrets, signal, subprocess, sys, threading, time
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx, nbformat, pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from conftest import CHROMIUM, CHROMIUM_ARGS, free_port
+from headlesnb.errors import BadArgumentError, ConflictError, NotFoundError
+from headlesnb.notebook import NotebookManager
+
+JLAB_VENV = Path(os.environ.get('HEADLESNB_JLAB_VENV', Path.home() / '.cache/headlesnb/jlab-venv-4.6.6'))
+LIVE = 2.0  # seconds within which the page shows what headlesnb did
+
+def serve(root:Path, cmd:list, log:Path) -> SimpleNamespace:
+    "Start a Jupyter server on a free port of 127.0.0.1 in `root`; wait until its REST API answers"
+    token, port = secrets.token_hex(12), free_port()
+    proc = subprocess.Popen([*cmd, '--no-browser', '--allow-root', f'--IdentityProvider.token={token}', '--ServerApp.ip=127.0.0.1',
+                             f'--ServerApp.port={port}', f'--ServerApp.root_dir={root}'], cwd=root, stdout=open(log, 'w'), stderr=subprocess.STDOUT)
+    s = SimpleNamespace(url=f'http://127.0.0.1:{port}', token=token, root=root, proc=proc, log=log)
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        if proc.poll() is not None: pytest.fail(f'{cmd[0]} exited ({proc.returncode}) while starting:\n{log.read_text()[-3000:]}')
+        try:
+            if httpx.get(f'{s.url}/api/status', headers={'Authorization': f'token {token}'}, timeout=5).status_code == 200: return s
+        except httpx.HTTPError: pass
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f'{cmd[0]} did not answer within 120 s:\n{log.read_text()[-3000:]}')
+
+def stop(s, sig=signal.SIGTERM):
+    if s.proc.poll() is None: s.proc.send_signal(sig)
+    try: s.proc.wait(20)
+    except subprocess.TimeoutExpired: s.proc.kill(); s.proc.wait(5)
+
+def start_lab(root:Path) -> SimpleNamespace:
+    exe = JLAB_VENV / 'bin' / 'jupyter-lab'
+    if not exe.exists(): pytest.fail(f'JupyterLab with jupyter-collaboration is not installed at {JLAB_VENV}: run tests/setup.sh (it builds that venv)')
+    return serve(root, [str(exe), '--LabApp.expose_app_in_browser=True', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'],
+                 root.parent / f'{root.name}-lab.log')
+
+def write_nb(path:Path, cells:list):
+    nb = new_notebook(cells=cells, metadata={'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}})
+    nbformat.write(nb, path)
+
+@pytest.fixture(scope='module')
+def lab(tmp_path_factory):
+    "One JupyterLab (with jupyter-collaboration) for the module (module scope: not reaped by conftest after the first test)"
+    root = tmp_path_factory.mktemp('lab') / 'root'; root.mkdir()
+    s = start_lab(root)
+    yield s
+    stop(s)
+
+@pytest.fixture(scope='module')
+def chromium():
+    assert Path(CHROMIUM).exists(), f'{CHROMIUM} is not installed (tests/setup.sh installs it)'
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+class Page:
+    "The JupyterLab page with one notebook open, read as the user sees it (the rendered cells; the tests' notebooks hold code cells only)"
+    def __init__(self, chromium, lab, name:str):
+        self.pg = chromium.new_page()
+        self.dialogs = []  # every dialog that ever showed (title), seen by a watcher in the page
+        self.pg.goto(f'{lab.url}/lab/workspaces/t{secrets.token_hex(4)}/tree/{name}?token={lab.token}')  # a workspace of its own: no other tabs
+        self.pg.wait_for_selector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .cm-content', timeout=90_000)
+        self.pg.evaluate("""() => { window.seenDialogs = [];
+            new MutationObserver(() => document.querySelectorAll('.jp-Dialog').forEach(d => {
+                const t = d.querySelector('.jp-Dialog-header')?.innerText || d.innerText.slice(0, 80);
+                if (!window.seenDialogs.includes(t)) window.seenDialogs.push(t); })).observe(document.body, {childList: true, subtree: true}); }""")
+
+    def cells(self) -> list:
+        "Each rendered cell: its source as the editor shows it, its prompt ('[*]:', '[3]:') and its output text"
+        return self.pg.evaluate("""() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')].map(c => ({
+            source: [...c.querySelectorAll('.cm-content .cm-line')].map(l => l.innerText).join('\\n'),
+            prompt: c.querySelector('.jp-InputPrompt')?.innerText.trim() || '',
+            output: c.querySelector('.jp-OutputArea')?.innerText || ''}))""")
+
+    def wait(self, test, what:str, timeout:float=LIVE) -> float:
+        "Seconds until `test(cells)` holds (polled every 10 ms); fails naming `what` after `timeout`"
+        t0 = time.monotonic()
+        while True:
+            cells = self.cells()
+            if test(cells): return time.monotonic() - t0
+            if time.monotonic() - t0 > timeout: pytest.fail(f'the page did not show {what} within {timeout} s; it shows {cells}')
+            time.sleep(0.01)
+
+    def seen_dialogs(self) -> list: return self.pg.evaluate('window.seenDialogs')
+    def editor(self, i:int): return self.pg.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell').nth(i).locator('.cm-content')
+    def close(self): self.pg.close()
+
+def sources(cells): return [c['source'] for c in cells]
+
+@pytest.fixture
+def nb(lab, chromium, request):
+    "A fresh notebook in the lab's root, open in the page and in a NotebookManager (in-process kernel) given the lab's URL"
+    name = f'{request.node.name[5:25]}.ipynb'
+    write_nb(lab.root / name, [new_code_cell('t = 0'), new_code_cell('a = 1')])
+    page = Page(chromium, lab, name)
+    nm = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token=lab.token, kernel='inprocess', durable=True)
+    info = nm.use_notebook('n', name)
+    assert info.get('shared') and 'note' not in info, info
+    yield SimpleNamespace(name=name, path=lab.root / name, page=page, nm=nm)
+    nm.close_all()
+    assert page.seen_dialogs() == [], page.seen_dialogs()
+    page.close()
+
+def test_insert_edit_run_show_live(nb):
+    page, nm = nb.page, nb.nm
+    page.wait(lambda cs: sources(cs) == ['t = 0', 'a = 1'], 'the notebook')
+    ins = nm.insert_cell(1, 'code', 'b = 2  # from headlesnb')
+    t_ins = page.wait(lambda cs: sources(cs) == ['t = 0', 'b = 2  # from headlesnb', 'a = 1'], 'the inserted cell')
+    nm.edit_cell_source(ins['id'], 'b = 2', 'b = 22', expected_hash=ins['hash'])
+    t_edit = page.wait(lambda cs: cs[1]['source'] == 'b = 22  # from headlesnb', 'the edit')
+    code = 'import time\nfor i in range(3):\n    print(f"line {i}", flush=True)\n    time.sleep(0.7)'
+    nm.overwrite_cell_source(ins['id'], code)
+    r = nm.execute_cell(ins['id'], wait=0)  # the run goes on in the background
+    assert r['status'] in ('queued', 'running')
+    page.wait(lambda cs: cs[1]['prompt'] == '[*]:', 'the cell running')
+    t_out = page.wait(lambda cs: 'line 0' in cs[1]['output'] and 'line 2' not in cs[1]['output'] and cs[1]['prompt'] == '[*]:',
+                      'the first line printed while the cell still runs')
+    end = time.monotonic() + 30
+    while (done := nm.get_run(r['run_id'], wait=5))['status'] in ('queued', 'running') and time.monotonic() < end: pass
+    assert done['status'] == 'ok', done
+    page.wait(lambda cs: cs[1]['prompt'] == f"[{done['execution_count']}]:" and cs[1]['output'].split() == ['line', '0', 'line', '1', 'line', '2'],
+              'the run ended: its count and every output')
+    print(f'\nvisible in the page after: insert {t_ins:.3f}s, edit {t_edit:.3f}s, first output {t_out:.3f}s')
+    # the server saves the shared document to the file itself (about a second after the last change)
+    end = time.monotonic() + 10
+    while json.loads(nb.path.read_text())['cells'][1]['source'] != code.splitlines(True) and time.monotonic() < end: time.sleep(0.1)
+    assert ''.join(json.loads(nb.path.read_text())['cells'][1]['source']) == code
+
+def test_typing_in_the_page_keeps_every_character(nb):
+    "The user types in a cell while headlesnb inserts and edits cells around it and runs one: nothing typed is lost"
+    page, nm = nb.page, nb.nm
+    page.wait(lambda cs: len(cs) == 2, 'the notebook')
+    stop_at, errors, done = time.monotonic() + 30, [], threading.Event()
+    def assistant():
+        try:
+            k = 0
+            while time.monotonic() < stop_at and not done.is_set():
+                c = nm.insert_cell(-1 if k % 2 else 0, 'code', f'x{k} = {k}')
+                nm.overwrite_cell_source(c['id'], f'x{k} = {k} * 2')
+                if k % 5 == 0: nm.execute_cell(c['id'])
+                k += 1
+                time.sleep(0.05)
+        except Exception as e: errors.append(e)
+    th = threading.Thread(target=assistant); th.start()
+    try:
+        page.editor(1).click()  # the cell 'a = 1'
+        page.pg.keyboard.press('End')
+        typed = '  # typed by the user 0123456789'
+        page.pg.keyboard.type(typed, delay=45)
+    finally:
+        done.set(); th.join(30)
+    assert not errors, errors
+    want = 'a = 1' + typed
+    page.wait(lambda cs: want in sources(cs), 'every character typed')
+    end = time.monotonic() + LIVE
+    while time.monotonic() < end and want not in [c['source'] for c in nm.read_notebook(response_format='detailed', limit=0)['cells']]:
+        time.sleep(0.02)
+    assert want in [c['source'] for c in nm.read_notebook(response_format='detailed', limit=0)['cells']]
+    assert sources(page.cells()) == [c['source'] for c in nm.read_notebook(response_format='detailed', limit=0)['cells']]
+
+def test_ctrl_s_at_any_moment_brings_no_dialog(nb):
+    page, nm = nb.page, nb.nm
+    page.wait(lambda cs: len(cs) == 2, 'the notebook')
+    done, errors = threading.Event(), []
+    def assistant():
+        try:
+            k = 0
+            while not done.is_set():
+                c = nm.insert_cell(-1, 'code', f's{k} = {k}')
+                if k % 3 == 0: nm.delete_cell(c['id'])
+                k += 1
+                time.sleep(0.03)
+        except Exception as e: errors.append(e)
+    th = threading.Thread(target=assistant); th.start()
+    try:
+        page.editor(0).click()
+        for i in range(12):
+            page.pg.keyboard.press('Control+s')
+            time.sleep(0.1 + 0.07 * (i % 5))
+    finally:
+        done.set(); th.join(30)
+    assert not errors, errors
+    time.sleep(1.5)  # a dialog the last save brings shows by now
+    assert page.seen_dialogs() == []
+    nm.save()  # the server writes the file: it is what headlesnb holds
+    want = [c['source'] for c in nm.read_notebook(response_format='detailed', limit=0)['cells']]
+    assert [''.join(c['source']) for c in json.loads(nb.path.read_text())['cells']] == want
+
+def test_the_users_saved_edit_is_read_next_and_an_older_edit_refused(nb):
+    page, nm = nb.page, nb.nm
+    page.wait(lambda cs: len(cs) == 2, 'the notebook')
+    before = nm.read_cell(1)
+    page.editor(1).click()
+    page.pg.keyboard.press('End')
+    page.pg.keyboard.type(' + 41')
+    page.pg.keyboard.press('Control+s')
+    page.wait(lambda cs: cs[1]['source'] == 'a = 1 + 41', "the user's edit")
+    end = time.monotonic() + LIVE
+    while nm.read_cell(1)['source'] != 'a = 1 + 41' and time.monotonic() < end: time.sleep(0.02)
+    assert nm.read_cell(1)['source'] == 'a = 1 + 41'
+    with pytest.raises(ConflictError, match='a = 1 \\+ 41'):  # made for the source before the user's edit: refused, showing theirs
+        nm.overwrite_cell_source(1, 'a = 2', expected_hash=before['hash'])
+    time.sleep(0.3)
+    assert page.cells()[1]['source'] == 'a = 1 + 41' and nm.read_cell(1)['source'] == 'a = 1 + 41'
+
+def test_undo_reverts_headlesnbs_edit_in_the_page(nb):
+    page, nm = nb.page, nb.nm
+    page.wait(lambda cs: len(cs) == 2, 'the notebook')
+    nm.overwrite_cell_source(1, 'a = "headlesnb"')
+    nm.insert_cell(0, 'code', 'inserted')
+    page.wait(lambda cs: sources(cs) == ['inserted', 't = 0', 'a = "headlesnb"'], 'the two edits')
+    assert nm.undo(2)['undone'] == ['insert code cell', 'overwrite cell source']
+    page.wait(lambda cs: sources(cs) == ['t = 0', 'a = 1'], 'both edits undone')
+    nm.redo()
+    page.wait(lambda cs: sources(cs) == ['t = 0', 'a = "headlesnb"'], 'the edit redone')
+
+def test_two_headlesnb_clients_and_the_user_on_one_notebook(nb, lab):
+    page, nm = nb.page, nb.nm
+    other = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token=lab.token, kernel='inprocess', durable=True)
+    try:
+        other.use_notebook('n', nb.name)
+        page.wait(lambda cs: len(cs) == 2, 'the notebook')
+        def edits(m, tag):
+            for k in range(15): m.insert_cell(-1, 'code', f'{tag}{k} = {k}')
+        ths = [threading.Thread(target=edits, args=(m, t)) for m, t in ((nm, 'p'), (other, 'q'))]
+        for t in ths: t.start()
+        page.editor(0).click(); page.pg.keyboard.press('End'); page.pg.keyboard.type(' and more', delay=30)
+        for t in ths: t.join(60)
+        want = {f'{t}{k} = {k}' for t in 'pq' for k in range(15)} | {'t = 0 and more', 'a = 1'}
+        page.wait(lambda cs: set(sources(cs)) == want and len(cs) == 32, 'all 30 inserts and the typing', timeout=5)
+        for m in (nm, other):
+            end = time.monotonic() + LIVE
+            while {c['source'] for c in m.read_notebook(response_format='detailed', limit=0)['cells']} != want and time.monotonic() < end: time.sleep(0.05)
+            assert {c['source'] for c in m.read_notebook(response_format='detailed', limit=0)['cells']} == want
+        nm.save()
+        assert {''.join(c['source']) for c in json.loads(nb.path.read_text())['cells']} == want
+    finally: other.close_all()
+
+def test_bad_input_is_refused_clearly(lab, tmp_path):
+    write_nb(lab.root / 'bad.ipynb', [new_code_cell('1')])
+    nm = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token='wrong', kernel='inprocess')
+    with pytest.raises(BadArgumentError, match='refused the token'): nm.use_notebook('b', 'bad.ipynb')
+    assert nm.list_notebooks() == []
+    outside = tmp_path / 'elsewhere'; outside.mkdir()  # a folder the server does not serve
+    write_nb(outside / 'x.ipynb', [new_code_cell('1')])
+    nm = NotebookManager(outside, jupyter_url=lab.url, jupyter_token=lab.token, kernel='inprocess')
+    with pytest.raises(NotFoundError, match="has no notebook 'x.ipynb'"): nm.use_notebook('x', 'x.ipynb')
+    with pytest.raises(NotFoundError, match="has no notebook 'new.ipynb'"): nm.use_notebook('y', 'new.ipynb', mode='create')
+    assert nm.list_notebooks() == [] and not (outside / 'new.ipynb').exists()  # nothing made
+    nm = NotebookManager(lab.root, jupyter_url=f'http://127.0.0.1:{free_port()}', jupyter_token='t', kernel='inprocess')
+    with pytest.raises(BadArgumentError, match='cannot reach the Jupyter server'): nm.use_notebook('b', 'bad.ipynb')
+
+def test_a_server_without_collaboration_says_what_to_install_and_works_on_the_file(tmp_path):
+    root = tmp_path / 'root'; root.mkdir()
+    write_nb(root / 'plain.ipynb', [new_code_cell('1')])
+    s = serve(root, [sys.executable, '-m', 'jupyter_server'], tmp_path / 'server.log')  # this venv's server: no jupyter-collaboration
+    try:
+        nm = NotebookManager(root, jupyter_url=s.url, jupyter_token=s.token, kernel='inprocess', durable=True)
+        info = nm.use_notebook('p', 'plain.ipynb')
+        assert 'shared' not in info and 'pip install jupyter-collaboration' in info['note'], info
+        nm.insert_cell(-1, 'code', 'on the file')
+        assert ''.join(json.loads((root / 'plain.ipynb').read_text())['cells'][1]['source']) == 'on the file'
+        nm.close_all()
+    finally: stop(s)
+
+def test_a_server_that_goes_away_leaves_the_file_with_every_acknowledged_edit(tmp_path, chromium):
+    root = tmp_path / 'root'; root.mkdir()
+    write_nb(root / 'gone.ipynb', [new_code_cell('a = 1')])
+    s = start_lab(root)
+    try:
+        page = Page(chromium, s, 'gone.ipynb')
+        nm = NotebookManager(root, jupyter_url=s.url, jupyter_token=s.token, kernel='inprocess', durable=True)
+        assert nm.use_notebook('g', 'gone.ipynb')['shared']
+        nm.insert_cell(-1, 'code', 'b = 2')
+        page.wait(lambda cs: sources(cs) == ['a = 1', 'b = 2'], 'the insert')
+        page.close()  # the notebook closed in the page: headlesnb's edits still reach the file (the server saves them)
+        nm.insert_cell(-1, 'code', 'c = 3')
+        end = time.monotonic() + 10
+        while len(json.loads((root / 'gone.ipynb').read_text())['cells']) != 3 and time.monotonic() < end: time.sleep(0.1)
+        assert [''.join(c['source']) for c in json.loads((root / 'gone.ipynb').read_text())['cells']] == ['a = 1', 'b = 2', 'c = 3']
+        nm.insert_cell(-1, 'code', 'd = 4')  # acknowledged by the server (durable), which is killed before it saves (1 s later)
+        stop(s, signal.SIGKILL)
+        end = time.monotonic() + 10
+        while len(json.loads((root / 'gone.ipynb').read_text())['cells']) != 4 and time.monotonic() < end: time.sleep(0.05)
+        assert [''.join(c['source']) for c in json.loads((root / 'gone.ipynb').read_text())['cells']] == ['a = 1', 'b = 2', 'c = 3', 'd = 4']
+        r = nm.insert_cell(-1, 'code', 'e = 5')  # now on the file, and the answer says so
+        assert 'went away' in r['notice'] and 'now edits the file' in r['notice'], r
+        assert 'notice' not in nm.read_cell(-1)  # said once
+        assert [''.join(c['source']) for c in json.loads((root / 'gone.ipynb').read_text())['cells']][-1] == 'e = 5'
+        assert 'shared' not in nm.list_notebooks()[0] and 'went away' in nm.list_notebooks()[0]['note']
+        nm.close_all()
+    finally: stop(s)
