@@ -452,6 +452,7 @@ def _begin_run(self:BaseManager, name, cid:str) -> tuple:
     with self.edit(name) as it:
         code = self._runnable(it, cid)
         _stop_unstarted()
+        _began(None, cid)  # its turn came: running from now on, the kernel's start included
         kernel = self._kernel(it)
         self._run_started(it, cid)
         _began(kernel, cid)
@@ -519,6 +520,7 @@ async def _arun_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -
 def _code_kernel(self:BaseManager, name, code) -> object:
     if not isinstance(code, str): raise BadArgumentError(f"code must be a string, not {type(code).__name__}")
     _stop_unstarted()
+    _began(None, None)
     with self.edit(name, strict=False) as it: kernel = self._kernel(it)
     _began(kernel, None)
     return kernel

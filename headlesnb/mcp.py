@@ -6,7 +6,7 @@
 __all__ = ['ALIASES', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED', 'DIALOG_TOOLS', 'AGENT_TOOLS',
            'INSTRUCTIONS', 'GROUPS', 'failed', 'compact_schema', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools',
            'format_variables', 'format_variable', 'output_mime', 'output_content', 'register_resources',
-           'wants_progress', 'run_state_line', 'run_header', 'RunTools', 'format_message', 'DialogTools',
+           'wants_progress', 'run_state_line', 'run_header', 'stop_line', 'RunTools', 'format_message', 'DialogTools',
            'result_schema', 'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools',
            'parse_cells_spec', 'cite_text', 'register_prompts', 'register_agent_tools', 'tool_groups', 'build_server',
            'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
@@ -592,24 +592,36 @@ def _tell_when_done(self:ToolGroup, ctx:Context|None, r:dict):
     run.listeners.append(told)
     if run.over: told(run)  # it ended while the listener was added
 
-def run_header(what:str, r:dict, timeout:float) -> str:
-    "One line on how a run ended"
+def run_header(what:str, r:dict, timeout:float, said:bool=False) -> str:
+    "One line on how a run ended (`said`: the answer's first line already says how it stopped)"
     h = f"{what}: {r['status']}"
     if r.get('execution_count') is not None: h += f" [{r['execution_count']}]"
-    if r['status'] == 'timeout': h += f": stopped after the {timeout:g} s timeout"
-    if r.get('stuck'): h += "; the code could not be stopped (blocked in C code?): restart_notebook (or restart the dialog's kernel) to go on"
-    if r.get('stored') is False: h += "; the cell was deleted while it ran, so its outputs were not stored"
+    if said: pass
+    elif r['status'] == 'timeout': h += f": stopped after the {timeout:g} s timeout"
+    if r.get('stuck') and not said: h += "; the code could not be stopped (blocked in C code?): restart_notebook (or restart the dialog's kernel) to go on"
+    if r.get('started') is False: h += "; it was interrupted before its turn came, so nothing ran"
+    if r.get('stored') is False and r.get('started') is not False: h += "; the cell was deleted while it ran, so its outputs were not stored"
     return h
+
+def stop_line(r:dict, timeout:float) -> str:
+    "The first line of a run that did not end by itself"
+    if r['status'] == 'timeout' and r.get('stuck'):
+        return (f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and could not be interrupted (blocked in C code?): "
+                "restart_notebook (or restart the dialog's kernel) to go on]")
+    if r['status'] == 'timeout': return f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and was interrupted]"
+    if r['status'] == 'dead': return "[KERNEL DIED: the kernel stopped while running this code; the next run starts a new one]"
+    return "[INTERRUPTED: the run was stopped before it ended]"
 
 @patch
 def _fmt_outputs(self:ToolGroup, r:dict, what:str, timeout:float, t0:float, name:str|None=None) -> CallToolResult:
     """A notebook run as jupyter-mcp-server 2.2 answers it: a block per output, then how it ended (and our one line); the outputs as
     structuredContent too. `name`: the notebook whose cell `r['id']` ran (a cut output then says how to read the rest)"""
     blocks = format_outputs(r['outputs'], self.opts, merge=False, where=(name, r['id']) if name and r.get('id') else None)
-    if r['status'] == 'timeout': end = f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and was interrupted]"
-    elif r['status'] in ('ok', 'error'): end = f"[COMPLETED in {time.monotonic() - t0:.1f}s]"
-    else: end = f"[{r['status'].upper()}]"
-    blocks.append(TextContent(type='text', text=f"{end}\n{run_header(what, r, timeout)}"))
+    if r['status'] in ('ok', 'error'):  # as jupyter-mcp-server: the outputs, then how long it took
+        blocks.append(TextContent(type='text', text=f"[COMPLETED in {time.monotonic() - t0:.1f}s]\n{run_header(what, r, timeout)}"))
+    else:  # a run that did not end by itself: the first line says how it stopped, once
+        blocks.insert(0, TextContent(type='text', text=stop_line(r, timeout)))
+        blocks.append(TextContent(type='text', text=run_header(what, r, timeout, said=True)))
     items = block_items(blocks)
     return answer(*blocks, cell_id=r.get('id'), result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items),
                   status=r['status'], execution_count=r.get('execution_count'), **({'run_id': r['run_id']} if r.get('run_id') else {}))

@@ -200,7 +200,7 @@ def test_execute_and_outputs(tmp_path):
             assert (await ok(s, 'execute_code', code='y = 1')).splitlines()[1] == 'code: ok [4]'
             r = await ok(s, 'execute_code', code='from IPython.display import HTML, Markdown, display\n'
                                                  'display(HTML("<table><tr><td>a</td><td>b</td></tr></table>")); display(Markdown("**bold**"))')
-            assert r.splitlines()[:2] == ['a\tb', '**bold**']
+            assert r.splitlines()[:3] == ['| a | b |', '|---|---|', '**bold**']  # an HTML table as compact markdown, never HTML
             # an error in the code is a result (not a failed call), with a readable traceback
             r = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='def f(): return 1/0\nf()')
             assert ': error [' in r.splitlines()[-1] and 'ZeroDivisionError' in r and '\x1b' not in r
