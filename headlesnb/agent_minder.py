@@ -192,6 +192,7 @@ def _step(self:Minder) -> bool:
     s, sp = self.st.load(self.id), self.spec
     if s is None: return False
     if s['status'] not in LIVE: announce(self.root, s, self.notify); return False
+    if s['status'] == 'pending': return time.monotonic() - self.start < 60  # (started before its session: a screen is the agent's once it runs)
     self.watching = sp is not None and (not s['delivered'] or bool(sp.ready) or bool(sp.screens))
     if self.watching: scr = pane_text(self.name)
     else: scr = '' if not s['pid'] or spec_alive(s['pid']) else None  # (nothing on the screen to read: /proc says whether it runs)

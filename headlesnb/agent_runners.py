@@ -285,6 +285,7 @@ def _start_command(self:Runners, id:str, spec:AgentSpec, worktree:bool):
     if in_tmux:
         _env_file(d / 'launch.env', env)
         name = tmux_name(id, self.root)
+        self._start_minder(id)  # (first: its own start overlaps the CLI's; it waits for the session)
         for attempt in range(6):  # clients racing to start the tmux server can make it exit: try again
             r = tmux('new-session', '-d', '-s', name, '-c', str(workdir), '-x', '200', '-y', '50', *launch)
             if r.returncode == 0: break
@@ -299,7 +300,6 @@ def _start_command(self:Runners, id:str, spec:AgentSpec, worktree:bool):
         pids = tmux_pane_pids(name)
         if pids: self.store.write(id, 'pid', pid_spec(pids[0]))
         if not typed: self.store.write(id, 'delivered', _now())
-        self._start_minder(id)
     else:
         with open(d / 'output', 'wb') as out:
             p = subprocess.Popen(launch, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
