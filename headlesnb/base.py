@@ -12,6 +12,7 @@ from fastcore.basics import patch
 import asyncio, concurrent.futures, contextvars, os, threading, time
 from collections import deque
 from contextlib import contextmanager, suppress
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from .errors import *
@@ -557,7 +558,7 @@ class Run:
         self.mgr, self.name, self.kind = mgr, name, kind
         self.id = f'run-{new_id()}'
         self.status, self.reason, self.answer, self.failure = 'queued', None, None, None
-        self.created, self.started, self.ended = utc_now(), None, None
+        self.created, self.started, self.ended = time.time(), None, None  # (seconds: made ISO-8601 only when read)
         self._t0, self._t1 = time.monotonic(), None
         self.kernel, self.cell_id, self.execution_count = None, cell_id, None
         self.done_outputs, self.stop_asked, self.listeners, self.over = [], False, [], False
@@ -570,7 +571,7 @@ class Run:
 
     def _begin(self, kernel, cid:str|None):
         "A cell (or the code) of this run starts in `kernel`"
-        with self._mu: self.status, self.kernel, self.cell_id, self.started = 'running', kernel, cid, self.started or utc_now()
+        with self._mu: self.status, self.kernel, self.cell_id, self.started = 'running', kernel, cid, self.started or time.time()
 
     def _cell_ended(self, res):
         "A cell of this run ended (kernel `RunResult` `res`): its outputs join the run's"
@@ -582,7 +583,7 @@ class Run:
         with self._mu:
             if self.over: return
             self.answer, self.failure, self.kernel, self.over = answer, failure, None, True
-            self._t1, self.ended = time.monotonic(), utc_now()
+            self._t1, self.ended = time.monotonic(), time.time()
             if failure is not None: self.status, self.reason = 'error', f'{type(failure).__name__}: {failure}'
             elif self.kind == 'all':
                 last = (answer.get('errors') or [{}])[-1].get('status')
@@ -611,12 +612,14 @@ class Run:
         # a stream output still being written can grow: the next poll reads it again from its start
         nxt = len(outs) - 1 if running and outs and outs[-1].get('output_type') == 'stream' else len(outs)
         d = dict(run_id=self.id, name=self.name, kind=self.kind, status=self.status, elapsed=round(self.elapsed, 3),
-                 started=self.started, ended=self.ended, execution_count=self.execution_count, cell_id=self.cell_id,
+                 started=_iso(self.started), ended=_iso(self.ended), execution_count=self.execution_count, cell_id=self.cell_id,
                  outputs=outs[since:], since=since, next=max(nxt, since), total_outputs=len(outs), done=not running)
         if self.reason: d['reason'] = self.reason
         if self.status == 'queued': d['queued_behind'] = self.mgr._running_ids(self.name, self)
         if self.kind == 'all' and self.answer: d['result'] = {k: v for k, v in self.answer.items() if k != 'outputs'}
         return d
+
+def _iso(t:float|None) -> str|None: return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat().replace('+00:00', 'Z')
 
 def _sig(outs:list) -> tuple:
     "What changes when outputs grow: their number and the size of the last one"
@@ -655,6 +658,7 @@ def _new_run(self:BaseManager, name, kind:str, cell_id:str|None=None) -> Run:
 @patch
 def _forget_old_runs(self:BaseManager):
     with self._lock:
+        if len(self._runs) <= RUN_KEEP: return
         ended = [k for k, r in self._runs.items() if r.over]
         for k in ended[:max(0, len(ended) - RUN_KEEP)]: del self._runs[k]
 

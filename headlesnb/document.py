@@ -164,6 +164,7 @@ class NbDoc:
         self.root = root  # when set, every write first checks that `path` still resolves to itself under `root`
         self.lock = threading.RLock()  # guards `nb`; managers hold it for a whole operation
         self._by_id = {c['id']: c for c in nb['cells']}
+        self._pos = {}  # id -> index as last seen (checked at each look: a cell's place is found once per change of order)
         self._json = {}  # id(cell) -> (cell, cell_text(cell)), dropped when the cell changes
         self.dirty, self.version, self.save_error = False, 0, None
         # `_cv` (a leaf lock) guards dirty, version and the write bookkeeping: versions of the writes in flight,
@@ -216,8 +217,12 @@ class NbDoc:
         except (KeyError, TypeError): raise NotFoundError(f"no cell with id {cell_id!r} in {self.path.name}") from None
 
     def index(self, cell_id:str) -> int:
-        c = self.cell(cell_id)
-        return next(i for i, x in enumerate(self.cells) if x is c)
+        c, cells = self.cell(cell_id), self.cells
+        i = self._pos.get(cell_id)
+        if i is None or i >= len(cells) or cells[i] is not c:  # moved since: look every cell up again, once
+            self._pos = {x['id']: n for n, x in enumerate(cells)}
+            i = self._pos[cell_id]
+        return i
 
 # %% ../nbs/03_document.ipynb #b1c2d3e6
 @patch
