@@ -610,6 +610,7 @@ def _writing(db:Path, wait:bool):
 # %% ../nbs/17_codemap.ipynb #8cd691f9
 def _build_main(root:str, limit:int|None, parent:int):
     "A background build: index `root` (none of it above `limit` code files), progress lines on stdout, until done or `parent` is gone"
+    os.nice(10)  # in the background: the process that renders (and whoever else works on this machine) comes first; the workers inherit it
     out = os.fdopen(os.dup(1), 'w', buffering=1)
     os.dup2(2, 1); sys.stdout = sys.stderr  # whatever a library prints can't corrupt the progress lines
     def progress(done, total):
