@@ -371,7 +371,7 @@ def _kernel(self:BaseManager, it:Item):
                 name = kernel_for_notebook(it.doc.metadata, it.state.get('kernel') or self.kernel, remote=bool(self.jupyter_url))
                 it.kernel = make_kernel(name, cwd=it.path.parent, jupyter_url=self.jupyter_url, jupyter_token=self.jupyter_token,
                                         kernel_id=it.state.get('kernel_id'), output_limit=self.output_limit, mpl_format=self.mpl_format,
-                                        env=self._kernel_env(it))
+                                        env=self._kernel_env(it), main_thread=True)  # in-process: a caller on the main thread runs the cell there, where a signal stops it
             self._kernel_started(it)
         return it.kernel
 
@@ -658,7 +658,7 @@ def _new_run(self:BaseManager, name, kind:str, cell_id:str|None=None) -> Run:
 @patch
 def _forget_old_runs(self:BaseManager):
     with self._lock:
-        if len(self._runs) <= RUN_KEEP: return
+        if len(self._runs) <= 2 * RUN_KEEP: return  # pruned in batches: a run's end costs no scan of the others
         ended = [k for k, r in self._runs.items() if r.over]
         for k in ended[:max(0, len(ended) - RUN_KEEP)]: del self._runs[k]
 

@@ -213,6 +213,8 @@ print('traced ok')
 
 def test_huge_output_is_capped_with_marker(kernel):
     r = kernel.run('print("a" * 1_000_000 + "b" * 1_345_678 + "END")')
+    assert r.ok and text(r).rstrip().endswith('bEND') and len(text(r)) > 2_345_000  # under the default cap (OUTPUT_LIMIT, 10 MB): kept whole
+    with InProcessKernel(output_limit=100_000) as k: r = k.run('print("a" * 1_000_000 + "b" * 1_345_678 + "END")')
     s = text(r)
     assert r.ok and len(s) < 100_200
     assert '[output truncated: 2,245,682 more characters]' in s  # 2,345,682 printed (with the newline)
