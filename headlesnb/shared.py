@@ -19,7 +19,7 @@ from pycrdt import (Array, Decoder, Doc, Map, Text, YMessageType, YSyncMessageTy
 from jupyter_ydoc import YNotebook
 from websockets.asyncio.client import connect
 from .errors import *
-from .document import NbDoc, check_nb, MISSING, _open_docs
+from .document import NbDoc, check_nb, parse_nb, MISSING, _open_docs
 from .utils import join_text
 
 # %% ../nbs/03a_shared.ipynb #07a33cb9
@@ -144,10 +144,11 @@ class SharedDoc(NbDoc):
 
     @classmethod
     def open(cls, path, docs:JupyterDocs, rel:str, save_delay:float=0.2):
-        "Join the room of the server's notebook `rel` (the file `path`), and read it"
+        "Join the room of the server's notebook `rel` (the file `path`), and read it (CorruptFileError, as `NbDoc.load`, if the file is no notebook)"
+        parse_nb(Path(path).read_bytes(), path)  # (the server would refuse the room, saying less)
         doc = cls(Path(path).resolve(), docs.room(rel), docs.headers, save_delay)
         asyncio.run_coroutine_threadsafe(doc._connect(), io_loop()).result(docs.timeout + 5)
-        if not doc._ready.wait(docs.timeout):
+        if not doc._ready.wait(docs.timeout) or doc.lost:  # (the server may refuse the room: it closes the connection saying why)
             doc.close()
             raise BadArgumentError(f"the Jupyter server at {docs.url} did not send the shared document of {rel!r}"
                                    + (f" ({doc.lost})" if doc.lost else f" within {docs.timeout:g}s"))

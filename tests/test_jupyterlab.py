@@ -9,7 +9,7 @@ import httpx, nbformat, pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from conftest import CHROMIUM, CHROMIUM_ARGS, free_port
-from headlesnb.errors import BadArgumentError, ConflictError, NotFoundError
+from headlesnb.errors import BadArgumentError, ConflictError, CorruptFileError, NotFoundError
 from headlesnb.notebook import NotebookManager
 
 JLAB_VENV = Path(os.environ.get('HEADLESNB_JLAB_VENV', Path.home() / '.cache/headlesnb/jlab-venv-4.6.6'))
@@ -136,6 +136,24 @@ def test_insert_edit_run_show_live(nb):
     while json.loads(nb.path.read_text())['cells'][1]['source'] != code.splitlines(True) and time.monotonic() < end: time.sleep(0.1)
     assert ''.join(json.loads(nb.path.read_text())['cells'][1]['source']) == code
 
+def test_a_run_on_the_servers_kernel_shows_as_it_runs(nb, lab):
+    "The same on a kernel of the Jupyter server (the default with a server): outputs as they come, the busy state, the count"
+    page = nb.page
+    nm = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token=lab.token, durable=True)
+    try:
+        nm.use_notebook('s', nb.name)
+        nm.overwrite_cell_source(1, 'import time\nfor i in range(3):\n    print(f"step {i}", flush=True)\n    time.sleep(1)')
+        r = nm.execute_cell(1, wait=0)
+        page.wait(lambda cs: cs[1]['prompt'] == '[*]:', 'the cell running (the kernel started)', timeout=90)
+        page.wait(lambda cs: 'step 0' in cs[1]['output'] and 'step 2' not in cs[1]['output'] and cs[1]['prompt'] == '[*]:',
+                  'the first line printed while the cell still runs', timeout=LIVE + 1)
+        end = time.monotonic() + 60
+        while (done := nm.get_run(r['run_id'], wait=5))['status'] in ('queued', 'running') and time.monotonic() < end: pass
+        assert done['status'] == 'ok' and nm.list_kernels()[0]['backend'] == 'remote', (done, nm.list_kernels())
+        page.wait(lambda cs: cs[1]['prompt'] == f"[{done['execution_count']}]:" and cs[1]['output'].split() == ['step', '0', 'step', '1', 'step', '2'],
+                  'the run ended: its count and every output')
+    finally: nm.close_all()
+
 def test_typing_in_the_page_keeps_every_character(nb):
     "The user types in a cell while headlesnb inserts and edits cells around it and runs one: nothing typed is lost"
     page, nm = nb.page, nb.nm
@@ -250,6 +268,10 @@ def test_bad_input_is_refused_clearly(lab, tmp_path):
     write_nb(lab.root / 'bad.ipynb', [new_code_cell('1')])
     nm = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token='wrong', kernel='inprocess')
     with pytest.raises(BadArgumentError, match='refused the token'): nm.use_notebook('b', 'bad.ipynb')
+    assert nm.list_notebooks() == []
+    (lab.root / 'corrupt.ipynb').write_text('{not json')
+    nm = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token=lab.token, kernel='inprocess')
+    with pytest.raises(CorruptFileError, match='corrupt.ipynb: not valid JSON'): nm.use_notebook('c', 'corrupt.ipynb')  # as for a file
     assert nm.list_notebooks() == []
     outside = tmp_path / 'elsewhere'; outside.mkdir()  # a folder the server does not serve
     write_nb(outside / 'x.ipynb', [new_code_cell('1')])
