@@ -18,7 +18,8 @@ class Engine:
     "Notebooks, dialogs and workspaces over one root folder"
     def __init__(self, root='.', llm=None, mpl_format:str|None='png', output_limit:int|None=OUTPUT_LIMIT, kernel:str|None=None,
                  jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_factory=None, save_delay:float=0.2,
-                 system:str|None=None, workspace_shell:bool=False, durable:bool=False):
+                 system:str|None=None, workspace_shell:bool=False, durable:bool=False,
+                 agent_host:str='thread'):
         kw = dict(mpl_format=mpl_format, output_limit=output_limit, kernel=kernel, jupyter_url=jupyter_url, jupyter_token=jupyter_token,
                   kernel_factory=kernel_factory, save_delay=save_delay, durable=durable)
         self.notebooks = NotebookManager(root, **kw)
@@ -28,7 +29,7 @@ class Engine:
         self.workspaces.attach(self.dialogs, shell=workspace_shell)
         self.notebooks.run_listeners.append(self.workspaces.run_ended)  # a run that outlived its call: its end is news
         self.dialogs.run_listeners.append(lambda run: self.workspaces.run_ended(run, self.dialogs))
-        self.agents = AgentManager(self.root, dialogs=self.dialogs, workspaces=self.workspaces, llm=llm)
+        self.agents = AgentManager(self.root, dialogs=self.dialogs, workspaces=self.workspaces, llm=llm, dialog_host=agent_host)
 
     def __repr__(self): return f'Engine({str(self.root)!r})'
 

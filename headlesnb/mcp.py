@@ -8,8 +8,8 @@ __all__ = ['ALIASES', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUI
            'format_variables', 'format_variable', 'output_mime', 'output_content', 'register_resources',
            'wants_progress', 'run_state_line', 'run_header', 'stop_line', 'RunTools', 'format_message', 'DialogTools',
            'result_schema', 'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools',
-           'parse_cells_spec', 'cite_text', 'register_prompts', 'register_agent_tools', 'tool_groups', 'build_server',
-           'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
+           'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews', 'register_agent_tools', 'tool_groups',
+           'build_server', 'BearerAuth', 'mcp_parser', 'http_app', 'mcp_main']
 
 # %% ../nbs/24_mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, os, re, sys, threading, time, traceback, warnings
@@ -32,6 +32,8 @@ from .engine import Engine
 from .options import add_kernel_args, bind, run_quietly
 from .security import Guard, MAX_BODY, bracket, is_loopback
 from .agents import AgentManager, poll_json
+from .agent_store import ancestors
+from .agent_hooks import hooks_missing
 from .utils import cap_text, check_str, join_text, strip_ansi
 from .mcp_format import *
 from .mcp_format import _validation_text, _plural
@@ -1137,11 +1139,30 @@ AGENT_TOOLS = dict(
     poll_agent=dict(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
     wait_agents=dict(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
     abort_agent=dict(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+    resume_agent=dict(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True),
     list_agents=dict(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
 
 def _agent_table(rows:list) -> str:
     rows = [dict(r, activity=r['activity'] or '-', task=' '.join(r['task'].split())[:100]) for r in rows]
     return tsv(rows, ['id', 'status', 'agent', 'task_type', 'activity', 'task']) if rows else 'no agents'
+
+class AgentNews:
+    "Tells the client that spawned an agent (or one of its ancestors) when it is done, fails, is interrupted or needs input"
+    SAID = {'done': 'info', 'failed': 'warning', 'interrupted': 'warning', 'needs_input': 'warning'}
+    def __init__(self, agents:AgentManager): self.agents, self.clients, self.stop = agents, {}, None
+
+    def watch(self, id:str, session, loop):
+        "Agent `id` was spawned by the client of `session` (served on `loop`): from now on it hears about it (and its subagents)"
+        self.clients[id] = (session, loop)
+        if self.stop is None: self.stop = self.agents.subscribe(self.changed)
+
+    def changed(self, id:str, state:str, summary:str):
+        if state not in self.SAID: return
+        got = next((self.clients[a] for a in [id, *ancestors(id)] if a in self.clients), None)
+        if got is None: return
+        session, loop = got
+        data = dict(event='agent_' + state, id=id, state=state, summary=summary, text=f"agent {id} {state.replace('_', ' ')}: {summary}")
+        with suppress(Exception): asyncio.run_coroutine_threadsafe(session.send_log_message(self.SAID[state], data, logger='headlesnb.agents'), loop)
 
 def register_agent_tools(srv, agents:AgentManager, opts=None):
     "Add the agent tools over `agents` to the `MCPServer` `srv`"
@@ -1158,13 +1179,20 @@ def register_agent_tools(srv, agents:AgentManager, opts=None):
             agent: Annotated[str, Field(description="dialog (an AI dialog run by headlesnb), claude-code, codex, aider, or one from agents.toml (default: the routing of its task type in agents.toml, else dialog)")]='',
             inputs: Annotated[list[str]|None, Field(description="Files or folders (under the root) it should start from")]=None,
             worktree: Annotated[bool, Field(description="Give it its own git worktree on branch scope/ID (parallel implementers)")]=False,
-            parent: Annotated[str|None, Field(description="Parent agent id (default: this server's SCOPE_SESSION_ID, else top level)")]=None) -> CallToolResult:
+            parent: Annotated[str|None, Field(description="Parent agent id (default: this server's SCOPE_SESSION_ID, else top level)")]=None,
+            ctx: Context=None) -> CallToolResult:
         "Spawn an agent on a task; it works on its own. Returns its id: follow it with poll_agent, collect its result with wait_agents."
-        return await g._do(lambda: agents.spawn(task, task_type, agent or None, inputs or (), default_parent() if parent is None else parent, worktree),
-                           lambda id: f"spawned agent {id} ({agents.store.read(id, 'agent')}, {task_type})")
+        client = (ctx.session, asyncio.get_running_loop()) if ctx is not None else None
+        def fmt(id):
+            if client: told.watch(id, *client)
+            kind = agents.store.read(id, 'agent')
+            missing = hooks_missing(kind)
+            return f"spawned agent {id} ({kind}, {task_type})" + (
+                f"; Claude Code's hooks are not installed ({', '.join(missing)}): its end is seen from its screen, later (`headlesnb setup` installs them)" if missing else '')
+        return await g._do(lambda: agents.spawn(task, task_type, agent or None, inputs or (), default_parent() if parent is None else parent, worktree), fmt)
 
     async def poll_agent(id: Id) -> CallToolResult:
-        "An agent's state as JSON: status (pending, running, done, aborted), activity, result, task, task_type, parent."
+        "An agent's state as JSON: status (pending, running, done, aborted, interrupted), activity, result, task, task_type, parent."
         return await g._do(lambda: agents.poll(id), lambda d: j(poll_json(d)))
 
     async def wait_agents(
@@ -1185,11 +1213,17 @@ def register_agent_tools(srv, agents:AgentManager, opts=None):
         def fmt(r): return f"aborted {', '.join(r['aborted']) or 'nothing'}" + (f"; already finished: {', '.join(r['finished'])}" if r['finished'] else '')
         return await g._do(lambda: agents.abort(id), fmt)
 
+    async def resume_agent(id: Id) -> CallToolResult:
+        "Continue an interrupted dialog agent (its host died) from its last message."
+        return await g._do(lambda: agents.resume(id), lambda d: f"resumed agent {d['id']} ({d['status']})")
+
     async def list_agents() -> CallToolResult:
         "Every agent, one per line: id, status, agent, task type, activity, task."
         return await g._do(agents.list, _agent_table)
 
-    for f in (spawn_agent, poll_agent, wait_agents, abort_agent, list_agents):
+    told = AgentNews(agents)
+    srv.agent_news = told
+    for f in (spawn_agent, poll_agent, wait_agents, abort_agent, resume_agent, list_agents):
         srv.add_tool(f, name=f.__name__, annotations=ToolAnnotations(title=f.__name__.replace('_', ' ').capitalize(), **AGENT_TOOLS[f.__name__]),
                      structured_output=False)
     return g
@@ -1236,6 +1270,7 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
     async def lifespan(srv):
         try: yield {}
         finally:
+            if (news := getattr(srv, 'agent_news', None)) and news.stop: news.stop()
             if close_engine: await anyio.to_thread.run_sync(eng.close)
     srv = HeadlesnbMCPServer(name, instructions=INSTRUCTIONS, lifespan=lifespan, log_level='WARNING')
     srv.engine, srv.options = eng, opts
@@ -1312,7 +1347,8 @@ def mcp_main(argv=None):
     try:
         tool_groups(a.tools)  # a bad --tools changes nothing
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
-                           engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable),
+                           engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable,
+                                         agent_host='process'),  # its dialog agents outlive it, and resume if they die with it
                            close_engine=True)
         if a.notebook: srv.engine.notebooks.use_notebook(Path(a.notebook).stem, a.notebook)
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")

@@ -596,7 +596,8 @@ def serve_main(argv=None):
         sys.exit(f"headlesnb serve: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
                  f"Pass --token (or set {TOKEN_ENV}), or bind 127.0.0.1")
     try:
-        engine = Engine(a.root, durable=not a.no_durable, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token)
+        engine = Engine(a.root, durable=not a.no_durable, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token,
+                        agent_host='process')  # its dialog agents outlive it, and resume if they die with it
         app = build_app(engine=engine, host=a.host, port=a.port, token=token, allow_hosts=a.allow_host, max_body=int(a.max_body_mb * 2**20),
                         close_engine=True)
     except HeadlesnbError as e: sys.exit(f"headlesnb serve: {e}")

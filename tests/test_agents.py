@@ -825,7 +825,7 @@ def test_mcp_tools_in_process(root):
     async def main():
         async with Client(agents_server(am)) as cl:
             tools = {t.name: t for t in (await cl.list_tools()).tools}
-            assert set(tools) == {'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'}
+            assert set(tools) == {'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'resume_agent', 'list_agents'}
             assert tools['abort_agent'].annotations.destructive_hint and tools['poll_agent'].annotations.read_only_hint
             assert tools['spawn_agent'].input_schema['properties']['task_type']['enum'] == ['explore', 'implement', 'test', 'review', 'refactor']
             r = await cl.call_tool('spawn_agent', dict(task='Sleep', agent='sleeper'))
@@ -854,12 +854,21 @@ def test_mcp_tools_over_stdio(root):
         with open(os.devnull, 'w') as errlog:
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
+                told = []
+                async def on_log(params): told.append(params)
+                s._logging_callback = on_log
                 assert mcp_text(await s.call_tool('spawn_agent', dict(task='Quick', agent='noop'))) == 'spawned agent 0 (noop, implement)'
                 seen = []
                 async def progress(p, total, msg): seen.append(msg)
                 res = await s.call_tool('wait_agents', dict(ids=['0'], timeout=20), progress_callback=progress)
                 assert json.loads(mcp_text(res))['results'][0]['status'] == 'done'
                 assert json.loads(hnb('poll', '0', root=root, check=True).stdout)['status'] == 'done'
+                with anyio.fail_after(10):  # the client that spawned it is told it is done
+                    while not any(t.logger == 'headlesnb.agents' for t in told): await anyio.sleep(0.05)
+                news = next(t for t in told if t.logger == 'headlesnb.agents')
+                assert (news.data['id'], news.data['state'], news.level) == ('0', 'done', 'info')
+                r = await s.call_tool('resume_agent', dict(id='0'))
+                assert r.is_error and 'cannot be resumed' in mcp_text(r)
     anyio.run(main)
 
 

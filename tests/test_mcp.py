@@ -101,7 +101,7 @@ def test_tools_and_schemas(tmp_path):
             assert set(tools['read_cell'].input_schema['properties']) == {'cell_index', 'cell_id', 'include_outputs', 'notebook_name'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
                 if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files', 'connect_to_jupyter',
-                                'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents', 'get_run', 'list_runs'):
+                                'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'resume_agent', 'list_agents', 'get_run', 'list_runs'):
                     assert {'notebook_name', 'dialog_name', 'workspace'} & set(t.input_schema['properties']), name
                 assert t.description, name
             assert DIALOG_TOOLS <= set(tools)
@@ -496,7 +496,7 @@ def test_tool_groups(tmp_path):
             assert [p.name for p in (await s.list_prompts()).prompts] == ['jupyter_cite']
         async with stdio_session(tmp_path, '--tools', 'agents') as s:
             names = {t.name for t in (await s.list_tools()).tools}
-            assert names == {'ping', 'get_run', 'list_runs', 'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'list_agents'}
+            assert names == {'ping', 'get_run', 'list_runs', 'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'resume_agent', 'list_agents'}
             assert not (await s.list_resource_templates()).resource_templates  # notebook resources come with the notebooks group
     run(main)
     r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--root', str(tmp_path / 'x'), '--tools', 'notebook'], capture_output=True, text=True, timeout=60)
