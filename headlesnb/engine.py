@@ -19,13 +19,13 @@ class Engine:
     def __init__(self, root='.', llm=None, mpl_format:str|None='png', output_limit:int|None=OUTPUT_LIMIT, kernel:str|None=None,
                  jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_factory=None, save_delay:float=0.2,
                  system:str|None=None, workspace_shell:bool=False, durable:bool=False,
-                 agent_host:str='thread'):
+                 agent_host:str='thread', code_map:bool|None=None):
         kw = dict(mpl_format=mpl_format, output_limit=output_limit, kernel=kernel, jupyter_url=jupyter_url, jupyter_token=jupyter_token,
                   kernel_factory=kernel_factory, save_delay=save_delay, durable=durable)
         self.notebooks = NotebookManager(root, **kw)
         self.root = self.notebooks.root
         self.dialogs = DialogManager(self.root, llm=llm, system=system, **kw)
-        self.workspaces = WorkspaceManager(self.root, notebooks=self.notebooks, dialogs=self.dialogs)
+        self.workspaces = WorkspaceManager(self.root, notebooks=self.notebooks, dialogs=self.dialogs, code_map=code_map)
         self.workspaces.attach(self.dialogs, shell=workspace_shell)
         self.notebooks.run_listeners.append(self.workspaces.run_ended)  # a run that outlived its call: its end is news
         self.dialogs.run_listeners.append(lambda run: self.workspaces.run_ended(run, self.dialogs))

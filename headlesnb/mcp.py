@@ -1325,6 +1325,8 @@ def mcp_parser() -> argparse.ArgumentParser:
     p.add_argument('--notebook', '--document-id', default=None, metavar='PATH', help="start with this notebook (under --root) open and active, named after its file (jupyter-mcp-server's --document-id)")
     p.add_argument('--timeout', type=float, default=120.0, help='default seconds a run may take when a tool says timeout=0 and no wait (default 120, as jupyter-mcp-server)')
     p.add_argument('--no-durable', action='store_true', help='answer before changes are on disk (faster; a crash loses the last acknowledged edits)')
+    p.add_argument('--code-map', choices=['auto', 'on', 'off'], default='auto',
+                   help="the workspace's STRUCTURAL_VIEW: auto maps a root that holds code (up to 50,000 code files) from the first request; off until a workspace asks")
     p.add_argument('--workspace', default='default', metavar='NAME', help="the workspace the workspace tools act on unless told (default: default, the one headlesnb proxy adds)")
     p.add_argument('--shell', action='store_true', help='offer the shell tool: any bash command in the root, as you (off by default: text the model reads could make it run anything)')
     add_kernel_args(p)
@@ -1348,7 +1350,8 @@ def mcp_main(argv=None):
         tool_groups(a.tools)  # a bad --tools changes nothing
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
                            engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable,
-                                         agent_host='process'),  # its dialog agents outlive it, and resume if they die with it
+                                         agent_host='process',  # its dialog agents outlive it, and resume if they die with it
+                                         code_map=dict(auto=None, on=True, off=False)[a.code_map]),
                            close_engine=True)
         if a.notebook: srv.engine.notebooks.use_notebook(Path(a.notebook).stem, a.notebook)
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")

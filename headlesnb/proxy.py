@@ -285,9 +285,9 @@ def _dumps(o) -> bytes: return json.dumps(o, ensure_ascii=False, separators=(','
 class Proxy:
     "Forwards requests to `upstream`, adding the workspace of `root` to every Messages request"
     def __init__(self, root, upstream:str=DEFAULT_UPSTREAM, workspace:str='default', host:str='127.0.0.1', port:int=8787,
-                 token:str|None=None, allow_hosts=(), log_dir=None, timeout:float=600.0):
+                 token:str|None=None, allow_hosts=(), log_dir=None, timeout:float=600.0, code_map:bool|None=None):
         self.upstream = check_upstream(upstream)
-        self.reader = WorkspaceReader(root, workspace)
+        self.reader = WorkspaceReader(root, workspace, code_map=code_map)
         self.guard = Guard(None, host=host, port=port, allow_hosts=tuple(allow_hosts), token=token,
                            methods=('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'), name='headlesnb proxy')
         self.token, self.log = token, RequestLog(log_dir) if log_dir else None
@@ -482,6 +482,8 @@ def proxy_parser() -> argparse.ArgumentParser:
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='also accept this Host name (repeatable)')
     p.add_argument('--log-requests', default=None, metavar='DIR', help='write every exchange into DIR as JSON, keys redacted (default: off)')
     p.add_argument('--timeout', type=float, default=600.0, help='seconds to wait for the upstream (default 600)')
+    p.add_argument('--code-map', choices=['auto', 'on', 'off'], default='auto',
+                   help="the workspace's STRUCTURAL_VIEW: auto maps a root that holds code (up to 50,000 code files) from the first request; off until the workspace asks")
     return p
 
 def proxy_main(argv=None) -> int:
@@ -495,10 +497,11 @@ def proxy_main(argv=None) -> int:
         sys.exit(f"headlesnb proxy: refusing to serve {a.host} without a token: anyone who reaches it could spend your API key. "
                  f"Pass --token (or set {TOKEN_ENV}), or bind 127.0.0.1")
     try:
-        check_upstream(a.upstream); WorkspaceReader(root, a.workspace).render()  # bad options and a corrupt state: one line, before binding
+        code_map = dict(auto=None, on=True, off=False)[a.code_map]
+        check_upstream(a.upstream); WorkspaceReader(root, a.workspace, code_map=code_map).render()  # bad options and a corrupt state: one line, before binding
         sock = bind('headlesnb proxy', a.host, a.port)
         port = sock.getsockname()[1]
-        srv = ProxyServer(Proxy(root, a.upstream, a.workspace, a.host, port, token, a.allow_host, a.log_requests, a.timeout), sock)
+        srv = ProxyServer(Proxy(root, a.upstream, a.workspace, a.host, port, token, a.allow_host, a.log_requests, a.timeout, code_map), sock)
     except HeadlesnbError as e: sys.exit(f"headlesnb proxy: {e}")
     url = f'http://{bracket(a.host)}:{port}'
     print(f"headlesnb proxy: {url} -> {srv.proxy.upstream}, adding workspace {a.workspace!r} of {root}; "
