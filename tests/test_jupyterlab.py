@@ -169,10 +169,10 @@ def test_typing_in_the_page_keeps_every_character(nb):
                 k += 1
                 time.sleep(0.05)
         except Exception as e: errors.append(e)
+    page.editor(1).click()  # the cell 'a = 1' (before the assistant starts moving it)
+    page.pg.keyboard.press('End')
     th = threading.Thread(target=assistant); th.start()
     try:
-        page.editor(1).click()  # the cell 'a = 1'
-        page.pg.keyboard.press('End')
         typed = '  # typed by the user 0123456789'
         page.pg.keyboard.type(typed, delay=45)
     finally:
