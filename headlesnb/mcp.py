@@ -117,16 +117,16 @@ class HeadlesnbMCPServer(MCPServer):
         return res
 
 # %% ../nbs/24_mcp.ipynb #4406194b
-_NbName = Annotated[str|None, Field(description="Default: the active notebook")]
-_CellRef = Annotated[int|str|None, Field(description="Cell index (0-based, <0 from the end) or id")]
-_CellId = Annotated[str|None, Field(description="Cell id (instead of cell_index)")]
-_Timeout = Annotated[float, Field(description="Seconds before interrupting (0: default)", ge=0)]
-_Interval = Annotated[float, Field(description="Seconds between progress notes", ge=0)]
+_NbName = Annotated[str|None, Field(description="Default: the active one")]
+_CellRef = Annotated[int|str|None, Field(description="Index (<0 from the end) or id")]
+_CellId = Annotated[str|None, Field(description="Instead of cell_index")]
+_Timeout = Annotated[float, Field(description="Time limit in s (0: default)", ge=0)]
+_Interval = Annotated[float, Field(description="Progress every N s", ge=0)]
 _Stream = Annotated[bool, Field(description="Ignored")]
-_Wait = Annotated[float|None, Field(description="Answer within N s; a longer run goes on (poll: get_run)", ge=0)]
+_Wait = Annotated[float|None, Field(description="Answer within N s; longer runs go on (get_run)", ge=0)]
 _RunId = Annotated[str, Field(description="From a run's answer or list_runs")]
-_Hash = Annotated[str|None, Field(description="Hash from a read: refused if changed since")]
-_Pos = Annotated[int|str, Field(description="Index of the new cell (-1 appends) or id of the cell to insert before")]
+_Hash = Annotated[str|None, Field(description="From a read: refused if changed since")]
+_Pos = Annotated[int|str, Field(description="New cell's index (-1 appends) or id to insert before")]
 
 _INT_RE = re.compile(r'^\s*-?\d+\s*$')
 
@@ -175,7 +175,7 @@ async def list_files(self:NotebookTools,
         start_index:Annotated[int, Field(description="First entry (pagination)", ge=0)]=0,
         limit:Annotated[int, Field(description="Most entries (0: all)", ge=0)]=25,
         pattern:Annotated[str, Field(description="Glob, e.g. '*.ipynb'")]='') -> CallToolResult:
-    "List files and folders under the server root, as a tab-separated table."
+    "Files and folders under the root, as a tab-separated table."
     cols = ['path', 'type', 'size', 'modified']
     def fmt(d):
         fs, s = d['files'], d['start_index']
@@ -234,7 +234,7 @@ async def unuse_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Call
 
 @patch
 async def list_notebooks(self:NotebookTools) -> CallToolResult:
-    "List the notebooks in use: name, path, cells, kernel state, whether active or unsaved, the runs going on."
+    "The notebooks in use: name, path, cells, kernel state, active, unsaved, runs going on."
     cols = ['name', 'path', 'cells', 'kernel', 'active', 'unsaved', 'runs']
     def fmt(rows):
         rows = [dict(r, active='*' if r['active'] else '', unsaved='yes' if r['dirty'] else '', runs=' '.join(r['runs'])) for r in rows]
@@ -244,7 +244,7 @@ async def list_notebooks(self:NotebookTools) -> CallToolResult:
 
 @patch
 async def list_kernels(self:NotebookTools) -> CallToolResult:
-    "List each notebook's kernel (backend, kernel, pid or remote id, status, execution count), then the kernels installed."
+    "Each notebook's kernel (backend, pid or remote id, status, count), then the kernels installed."
     cols, spec_cols = ['notebook', 'backend', 'kernel', 'pid', 'status', 'execution_count'], ['name', 'language', 'display_name']
     def call(): return self.nm.list_kernels(), self.nm.list_kernelspecs()
     def fmt(d):
@@ -283,9 +283,9 @@ async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Ca
 # %% ../nbs/24_mcp.ipynb #9a4b4e75
 @patch
 async def read_output(self:NotebookTools, cell_index:_CellRef=None,
-        output_index:Annotated[int, Field(description="Which output of the cell (0-based)", ge=0)]=0,
+        output_index:Annotated[int, Field(description="Output (0-based)", ge=0)]=0,
         offset:Annotated[int, Field(description="First character", ge=0)]=0,
-        limit:Annotated[int, Field(description="Most characters (0: a full answer's worth)", ge=0)]=0,
+        limit:Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0)]=0,
         notebook_name:_NbName=None, cell_id:_CellId=None) -> CallToolResult:
     "Page through one output of a cell from a character offset: the rest of what an answer cut."
     def call():
@@ -422,7 +422,7 @@ async def delete_cell(self:NotebookTools,
         cell_indices:Annotated[list[int|str]|int|str|None, Field(description="Cells to delete: indices or ids")]=None,
         include_source:Annotated[bool, Field(description="Show the deleted sources")]=True,
         notebook_name:_NbName=None,
-        expected_hash:Annotated[str|list[str|None]|None, Field(description="Hash from a read, or one per cell: nothing deleted if one changed")]=None,
+        expected_hash:Annotated[str|list[str|None]|None, Field(description="From a read, or one per cell: nothing deleted if one changed")]=None,
         cell_ids_to_delete:Annotated[list[str]|None, Field(description="Cell ids (instead of cell_indices)")]=None) -> CallToolResult:
     "Delete one or more cells (one undo step)."
     def call():
@@ -688,7 +688,7 @@ async def run_all(self:NotebookTools, notebook_name:_NbName=None,
         allow_errors:Annotated[bool, Field(description="Go on after a cell fails")]=False,
         timeout:Annotated[float, Field(description="Seconds per cell (0: server default)", ge=0)]=0,
         progress_interval:_Interval=0, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
-    "Run every code cell top to bottom; stops at the first error unless allow_errors (skip-execution tags honoured)."
+    "Run every code cell in order; stops at the first error unless allow_errors (skip-execution honoured)."
     t = self._timeout(timeout, wait)
     def call(st):
         st['name'] = self.nm.item(notebook_name).name
@@ -719,9 +719,9 @@ class RunTools(ToolGroup):
 
 @patch
 async def get_run(self:RunTools, run_id:_RunId,
-        wait:Annotated[float, Field(description="Seconds to wait for new output or the end", ge=0)]=0,
+        wait:Annotated[float, Field(description="Seconds to wait for news", ge=0)]=0,
         since:Annotated[int, Field(description="First output wanted (the last answer's next)", ge=0)]=0) -> CallToolResult:
-    "A run's status, time so far and outputs from `since` on; with wait, answers once something new shows or it ends."
+    "A run's status, time so far and outputs from `since` on; `wait`: answers at new output or the end."
     def poll(): return self._owner(run_id).get_run(run_id, wait, since)
     def fmt(d): return self._fmt_going(d, f"{d['kind']} run of {d['name']!r}" + (f", cell id {d['cell_id']}" if d.get('cell_id') else ''))
     if not wait:  # nothing to wait for: answered here, without a thread hop (it only reads)
@@ -731,7 +731,7 @@ async def get_run(self:RunTools, run_id:_RunId,
     return await self._run(None, start, fmt, 'get_run', 0, 0)
 
 @patch
-async def list_runs(self:RunTools, name:Annotated[str|None, Field(description="Only this notebook's (or dialog's) runs")]=None) -> CallToolResult:
+async def list_runs(self:RunTools, name:Annotated[str|None, Field(description="Only this notebook's or dialog's")]=None) -> CallToolResult:
     "Runs going on, queued or ended lately: id, notebook or dialog, kind, status, seconds, cell."
     cols = ['run_id', 'name', 'kind', 'status', 'elapsed', 'execution_count', 'cell_id', 'started']
     def rows():
@@ -742,7 +742,7 @@ async def list_runs(self:RunTools, name:Annotated[str|None, Field(description="O
     return await self._do(rows, fmt)
 
 # %% ../nbs/24_mcp.ipynb #f30bccc3
-_DlgName = Annotated[str|None, Field(description="Default: the active dialog")]
+_DlgName = Annotated[str|None, Field(description="Default: the active one")]
 _MsgType = Literal['code', 'note', 'prompt', 'raw']
 _FLAG_NAMES = ('pinned', 'skipped', 'exported', 'bookmark')
 
@@ -787,9 +787,9 @@ async def find_msgs(self:DialogTools,
         limit:Annotated[int|None, Field(description="Most matches", ge=1)]=None,
         only_err:Annotated[bool, Field(description="Only errors")]=False,
         only_exp:Annotated[bool, Field(description="Only exported")]=False,
-        only_chg:Annotated[bool, Field(description="Only changed since the last git commit")]=False,
+        only_chg:Annotated[bool, Field(description="Only changed since git HEAD")]=False,
         headers_only:Annotated[bool, Field(description="Only headers (an outline)")]=False,
-        header_section:Annotated[str|None, Field(description="Only the section under this header (text without #)")]=None,
+        header_section:Annotated[str|None, Field(description="Only the section under this header")]=None,
         use_regex:Annotated[bool, Field(description="false: plain text")]=True,
         dialog_name:_DlgName=None) -> CallToolResult:
     "Find messages in a dialog, in order."
@@ -829,7 +829,7 @@ async def update_msg(self:DialogTools,
         skipped:Annotated[bool|None, Field(description="Hide from the AI's context")]=None,
         exported:Annotated[bool|None, Field(description="Mark for nbdev export")]=None,
         dialog_name:_DlgName=None,
-        expected_hash:Annotated[str|None, Field(description="Hash from a read: refused if changed since")]=None) -> CallToolResult:
+        expected_hash:Annotated[str|None, Field(description="From a read: refused if changed since")]=None) -> CallToolResult:
     "Change a message's content, type or flags. Returns the diff and the new hash."
     fields = {k: v for k, v in dict(content=content, msg_type=msg_type, pinned=pinned, skipped=skipped, exported=exported).items() if v is not None}
     def fmt(d): return cap_text(f"updated message {d['id']} (hash now {d['hash']}): {', '.join(d['changed']) or 'no change'}" + (f"\n{d['diff']}" if d['diff'] else ''), self.opts.text_limit)
@@ -839,7 +839,7 @@ async def update_msg(self:DialogTools,
 async def del_msgs(self:DialogTools,
         ids:Annotated[list[str], Field(description="Message ids")],
         dialog_name:_DlgName=None,
-        expected_hash:Annotated[str|list[str|None]|None, Field(description="Hash from a read, or one per id: nothing deleted if one changed")]=None) -> CallToolResult:
+        expected_hash:Annotated[str|list[str|None]|None, Field(description="From a read, or one per id: nothing deleted if one changed")]=None) -> CallToolResult:
     "Delete messages (one undo step)."
     return await self._do(lambda: self.dm.delete_messages(ids, dialog_name, expected_hash),
                           lambda d: f"deleted {_plural(len(d['deleted']), 'message')}; {_plural(d['total'], 'message')} left")
@@ -860,7 +860,7 @@ async def run_msg(self:DialogTools,
 async def execute_prompt(self:DialogTools,
         msg_id:Annotated[str|None, Field(description="Prompt message (default: the current one)")]=None,
         dialog_name:_DlgName=None, ctx:Context=None) -> CallToolResult:
-    "Answer a prompt message with the server's model; the reply is stored as its output."
+    "Answer a prompt message with the server's model; the reply is its output."
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
         return self.dm.execute_prompt(msg_id, dialog_name)
@@ -1067,7 +1067,7 @@ def _on_workspace(wm, name:str, tool, default:str='default', opt_in=()):
     sig = inspect.signature(tool)
     def call(workspace:str=default, **kw): return wm.open_workspace(workspace).tools(opt_in=opt_in)[name](**kw)
     ws_param = inspect.Parameter('workspace', inspect.Parameter.KEYWORD_ONLY, default=default,
-                                 annotation=Annotated[str, Field(description="Workspace (kept in <name>.workspace.json)")])
+                                 annotation=Annotated[str, Field(description="Workspace name")])
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()] + [ws_param]
     call.__signature__ = sig.replace(parameters=params, return_annotation=str)
     call.__annotations__ = {p.name: p.annotation for p in params} | {'return': str}
@@ -1085,7 +1085,7 @@ def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions, default:
         ann = _RO if name == 'grep' else _RUN if name == 'shell' else _EDIT
         srv.add_tool(_on_workspace(wm, name, template[name], default, opt_in), name=name, annotations=ToolAnnotations(title=_title(name), **ann), structured_output=False)
     def workspace_view(workspace:Annotated[str, Field(description="Workspace to show")]='default') -> str:
-        "The workspace as a model's context shows it: file windows, editors, tool results, notifications, todos, augments."
+        "The workspace as a model sees it: windows, editors, tool results, notifications, todos, augments."
         return wm.open_workspace(workspace).render()
     workspace_view.__defaults__ = (default,)
     srv.add_tool(workspace_view, annotations=ToolAnnotations(title='Workspace view', **_RO), structured_output=False)
@@ -1174,14 +1174,14 @@ def register_agent_tools(srv, agents:AgentManager, opts=None):
     def j(d): return json.dumps(d, ensure_ascii=False)
 
     async def spawn_agent(
-            task: Annotated[str, Field(description="What the agent must do, with everything it needs to know")],
+            task: Annotated[str, Field(description="What to do, with all it needs to know")],
             task_type: Annotated[Literal['explore', 'implement', 'test', 'review', 'refactor'], Field(description="Shapes its contract and what it reports back")]='implement',
-            agent: Annotated[str, Field(description="dialog (an AI dialog run by headlesnb), claude-code, codex, aider, or one from agents.toml (default: the routing of its task type in agents.toml, else dialog)")]='',
-            inputs: Annotated[list[str]|None, Field(description="Files or folders (under the root) it should start from")]=None,
-            worktree: Annotated[bool, Field(description="Give it its own git worktree on branch scope/ID (parallel implementers)")]=False,
-            parent: Annotated[str|None, Field(description="Parent agent id (default: this server's SCOPE_SESSION_ID, else top level)")]=None,
+            agent: Annotated[str, Field(description="dialog, claude-code, codex, aider or one in agents.toml (default: routed by task_type)")]='',
+            inputs: Annotated[list[str]|None, Field(description="Files or folders it should start from")]=None,
+            worktree: Annotated[bool, Field(description="Its own git worktree on branch scope/ID")]=False,
+            parent: Annotated[str|None, Field(description="Parent agent id (default: SCOPE_SESSION_ID, else top level)")]=None,
             ctx: Context=None) -> CallToolResult:
-        "Spawn an agent on a task; it works on its own. Returns its id: follow it with poll_agent, collect its result with wait_agents."
+        "Spawn an agent on a task; it works on its own. Its id: follow it with poll_agent, collect its result with wait_agents."
         client = (ctx.session, asyncio.get_running_loop()) if ctx is not None else None
         def fmt(id):
             if client: told.watch(id, *client)
@@ -1192,12 +1192,12 @@ def register_agent_tools(srv, agents:AgentManager, opts=None):
         return await g._do(lambda: agents.spawn(task, task_type, agent or None, inputs or (), default_parent() if parent is None else parent, worktree), fmt)
 
     async def poll_agent(id: Id) -> CallToolResult:
-        "An agent's state as JSON: status (pending, running, done, aborted, interrupted), activity, result, task, task_type, parent."
+        "An agent's state as JSON: status (pending, running, done, aborted, interrupted), activity, result, task."
         return await g._do(lambda: agents.poll(id), lambda d: j(poll_json(d)))
 
     async def wait_agents(
-            ids: Annotated[list[str]|str, Field(description="Agent ids to wait for (a list, or one id)")],
-            timeout: Annotated[float, Field(description="Seconds to wait at most (0: the server default); on timeout the results so far come back with timed_out", ge=0)]=0,
+            ids: Annotated[list[str]|str, Field(description="Agent ids (a list, or one id)")],
+            timeout: Annotated[float, Field(description="Most seconds to wait (0: server default); then the results so far, timed_out", ge=0)]=0,
             ctx: Context=None) -> CallToolResult:
         "Wait until agents finish; their results as JSON {results, timed_out}."
         t = timeout or opts.timeout
@@ -1209,7 +1209,7 @@ def register_agent_tools(srv, agents:AgentManager, opts=None):
         return await g._run(ctx, start, fmt, 'waiting for agents', t, 0)
 
     async def abort_agent(id: Id) -> CallToolResult:
-        "Abort an agent and all its subagents (tmux sessions and processes stopped, dialog runs interrupted)."
+        "Abort an agent and its subagents (their tmux sessions, processes and dialog runs stopped)."
         def fmt(r): return f"aborted {', '.join(r['aborted']) or 'nothing'}" + (f"; already finished: {', '.join(r['finished'])}" if r['finished'] else '')
         return await g._do(lambda: agents.abort(id), fmt)
 

@@ -189,8 +189,8 @@ def _tool_augments(self:Workspace):
                  content: str = '',   # markdown of the augment to store
                  requires: str = '',  # comma-separated augments it needs (store)
                 ):
-        """Augments are markdown notes (augments/<group>/<name>.md) shown in AUGMENTS while loaded, with the ones they
-        require. Load them before the work they help with; store what you learned as a new one."""
+        """Markdown notes (augments/<group>/<name>.md) shown in AUGMENTS while loaded, with those they require. Load
+        them before the work they help with; store what you learn as a new one."""
         if operation == 'list':
             al = self.list_augments()
             return '; '.join(f"{a['name']}{' (loaded)' if a['loaded'] else ''}{': ' + a['description'] if a['description'] else ''}" for a in al) or 'no augments'

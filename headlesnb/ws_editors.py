@@ -437,9 +437,9 @@ def _tool_editor(self:Workspace):
                new: str = '',         # its replacement (replace)
                steps: int = 1,        # undo/redo steps
               ):
-        """Edit files in editor windows, shown in EDITOR_WINDOWS with absolute line numbers. Every edit is written to
-        disk at once and can be undone; its diff shows in NOTIFICATIONS. A file changed on disk by someone else puts an
-        editor with edits in conflict: reload (take theirs) or overwrite (write ours back) before editing again."""
+        """Edit files in windows shown in EDITOR_WINDOWS (absolute line numbers). Each edit is written at once and can
+        be undone; its diff shows in NOTIFICATIONS. A file changed on disk by someone else puts an edited editor in
+        conflict: reload (theirs) or overwrite (ours) before editing again."""
         s, e = model_int(start, True), model_int(end, True)
         def done(r): return (f"{r['id']}: {r['edit']} in {r['path']} (-{r['removed']} +{r['added']} lines), now {r['lines']} lines, "
                              f"{'dirty' if r['dirty'] else 'clean'}")

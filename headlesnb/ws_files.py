@@ -215,8 +215,8 @@ def _tool_file_windows(self:Workspace):
                      msg_id: str = '',      # message id (open_message)
                      window_id: str = '',   # the window to update or close
                     ):
-        """Read-only windows onto line ranges of files, search hits, notebook cells and dialog messages. They show in
-        FILE_WINDOWS (with absolute line numbers) on every turn until closed: read them there, not in this tool's result."""
+        """Read-only windows onto file line ranges, search hits, notebook cells and dialog messages, shown in
+        FILE_WINDOWS (absolute line numbers) on every turn until closed: read them there."""
         s, e = model_int(start, True), model_int(end, True)
         if operation == 'open_range':
             r = self.open_range(file_path, s or 1, e)

@@ -323,7 +323,7 @@ def _code_tools(ws) -> dict:
                   path: str = '',   # folder, file, module or class to expand or collapse ('' or '.': the root)
                   query: str = '',  # words or names to search the map for (search)
                  ):
-        "The map of the code under the root, shown in STRUCTURAL_VIEW (folders, files, classes, functions with signatures and lines, most referenced first): expand or collapse a node, search it, reset it, or turn it on or off."
+        "The code map in STRUCTURAL_VIEW (folders, files, classes, functions with signatures and lines, most referenced first): expand or collapse a node, search, reset, turn it on or off."
         r = ws.structure(operation, path, query)
         if operation == 'search':
             from headlesnb.codemap import HIT_MARK
@@ -333,14 +333,14 @@ def _code_tools(ws) -> dict:
         return 'STRUCTURAL_VIEW reset' if operation == 'reset' else f"{operation.removesuffix('e')}ed {r['node']} in STRUCTURAL_VIEW"
     def open_frame(name: str,  # function or class: qualified (json.decoder.JSONDecoder.raw_decode) or a unique tail (JSONDecoder.raw_decode)
                   ):
-        "Open a file window on the body of a function or class, found by name in the code index (an ambiguous name lists the candidates)."
+        "Open a file window on a function's or class's body, found by name (an ambiguous name lists the candidates)."
         r = ws.open_frame(name)
         return (f"opened {r['id']}: {r['frame']} ({r['kind']}), {r['path']} lines {r['start']}-{r['end']}" + (' (cut to the window limit)' if r['cut'] else '') +
                 (f"; exported to {r['module']}" if r['module'] else ''))
     def references(name: str,             # the name used (a qualified name counts by its last part)
                    windows: bool = False,  # open the first places as file windows instead of listing them
                   ):
-        "Where a name is used in the code under the root (every identifier spelled so: calls, imports, bases, other uses), listed in a tool-result window."
+        "Where a name is used under the root (calls, imports, bases, other uses), in a tool-result window."
         r = ws.references(name, windows)
         where = f"opened {', '.join(r['ids']) or 'no windows'}" if windows else f"listed in {r['id']}"
         return f"{r['references']} reference(s) to {name} in {r['files']} file(s): {where}"
@@ -363,7 +363,7 @@ def _code_tools(ws) -> dict:
     def search(query: str,  # words, names or a description of the code wanted
                k: int = 10,  # how many hits
               ):
-        "Scored search (BM25) over the symbols and code of the root; the hits, with scores and places, in a tool-result window."
+        "BM25 search over the root's symbols and code; hits with scores and places in a tool-result window."
         r = ws.search(query, model_int(k))
         b = r['best']
         return f"{r['hits']} hit(s) for {query!r}, listed in {r['id']}" + (f"; best {b.get('qname') or b['loc']} ({b['loc']}, {b['score']})" if b else '')

@@ -117,8 +117,8 @@ def _tool_windows(self:Workspace):
     def tool_windows(operation: Literal['hide', 'show', 'collapse_all', 'close'],  # what to do
                      ids: str = '',  # comma-separated window ids (any kind: f…, e…, s…, t…)
                     ):
-        """Fold windows to one line (hide), unfold them (show), fold every tool result (collapse_all), or close them.
-        Hidden windows keep their content and cost almost no tokens."""
+        """Fold windows to one line (hide), unfold them (show), fold every tool result (collapse_all), or close them;
+        hidden ones cost almost no tokens."""
         if operation == 'hide': return f"hidden: {', '.join(self.hide(ids)['hidden'])}"
         if operation == 'show': return f"shown: {', '.join(self.show(ids)['shown'])}"
         if operation == 'collapse_all': return f"hidden: {', '.join(self.collapse_all()['hidden']) or 'nothing'}"
@@ -133,7 +133,7 @@ def _tool_grep(self:Workspace):
              glob: str = '',       # only files whose name or path matches this glob, e.g. *.py
              ignore_case: bool = False,  # match regardless of case
             ):
-        "Search the files under the root; the matching lines (path:line: text) go to a window in TOOL_RESULT_WINDOWS."
+        "Search the files under the root; matching lines (path:line: text) go to a window in TOOL_RESULT_WINDOWS."
         r = self.grep(pattern, path, glob or None, ignore_case=ignore_case)
         return f"{r['id']}: {r['matches']} match(es) in {r['files']} file(s), in TOOL_RESULT_WINDOWS"
     return grep
@@ -181,8 +181,8 @@ def _tool_results(ws:Workspace):
     def tool_results(operation: Literal['close', 'reopen'],  # what to do
                      ids: str,  # comma-separated tool_use ids (as in your history, e.g. toolu_01AbC...)
                     ):
-        """Close earlier tool results you no longer need, by their tool_use ids: from your next request on, each shows
-        as a one-line stub (its size, how to reopen it), and stops costing tokens. Reopen shows them in full again."""
+        """Close earlier tool results you no longer need, by tool_use id: from the next request each is a one-line stub
+        (size, how to reopen) costing almost no tokens; reopen shows them again."""
         r = ws.close_results(ids, operation == 'close')
         done = 'closed' if operation == 'close' else 'reopened'
         res = f"{done} {', '.join(r['changed']) or 'nothing'}"
