@@ -213,7 +213,8 @@ class _HereRun(_Handed):
     def __init__(self, kernel, shell, code:str):
         self.kernel, self.shell, self.code = kernel, shell, code
         self.lock, self.ended, self.wake = threading.Lock(), threading.Event(), concurrent.futures.Future()
-        self.running, self.task, self.reason, self.halted, self.res, self.outside = False, None, None, False, None, False
+        self.running, self.task, self.reason, self.halted, self.res = False, None, None, False, None
+        self.own = self.outside = False  # a SIGINT of ours is on its way; one came from elsewhere (Ctrl-C)
 
     def start(self):
         "Hand the cell to the main thread (once the kernel knows this run)"
@@ -237,13 +238,16 @@ class _HereRun(_Handed):
         for n in range(10**9):
             with self.lock:
                 if not self.running: return
+                self.own = True
                 signal.pthread_kill(self.tid, signal.SIGINT)
             if self.ended.wait(0.02 if n < 25 else 0.5): return
 
     def _on_sigint(self, signum, frame):
         "SIGINT during the run: interrupt the cell, or cancel its await when the loop sits idle"
+        own, self.own = self.own, False
+        self.outside = self.outside or not own  # Ctrl-C on the terminal: passed on to the host after the run
         if not self.running or self.shell._landed: return  # came after the cell, or while its stop is reported: ignored
-        if self.reason is None: self.reason, self.halted, self.outside = 'interrupted', True, True  # Ctrl-C on the terminal
+        if self.reason is None: self.reason, self.halted = 'interrupted', True
         if _in_select(frame): self.loop.call_soon_threadsafe(self.task.cancel)
         else: raise KeyboardInterrupt
 

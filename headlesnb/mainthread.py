@@ -63,9 +63,8 @@ def _server_stop(thread:threading.Thread, signum:int):
     frames, f = [], sys._current_frames().get(thread.ident)
     while f is not None: frames.append(f); f = f.f_back
     for f in reversed(frames):  # outermost first: uvicorn's handler replaces the Runner's while it serves
-        me = f.f_locals.get('self')
-        if type(me).__module__.startswith('uvicorn') and callable(getattr(me, 'handle_exit', None)):
-            return partial(me.handle_exit, signum, None)
+        me, uvicorn = f.f_locals.get('self'), sys.modules.get('uvicorn')
+        if uvicorn is not None and isinstance(me, uvicorn.Server): return partial(me.handle_exit, signum, None)
         task = f.f_locals.get('task')
         if isinstance(me, asyncio.Runner) and isinstance(task, asyncio.Task):
             return partial(me._loop.call_soon_threadsafe, me._on_sigint, signum, None, task)
@@ -93,7 +92,8 @@ def serve_beside(run) -> list:
             else: _raise_in(ctypes.c_ulong(server.ident), ctypes.py_object(KeyboardInterrupt))  # still starting: stopped as Ctrl-C would
             if signum == signal.SIGTERM:
                 MAIN.stop_current()
-                threading.Timer(TERM_GRACE, give_up).start()
+                (t := threading.Timer(TERM_GRACE, give_up)).daemon = True
+                t.start()
     def give_up():
         if not server.is_alive(): return
         box['forced'] = True

@@ -218,10 +218,14 @@ def stdio_sleeping(root) -> subprocess.Popen:
     return p
 
 def test_ctrl_c_stops_the_stdio_server_running_a_sleeping_cell(tmp_path):
-    "Ctrl-C in a terminal reaches the client too: its end closes the server's stdin, which the stdio server waits for"
+    """Ctrl-C interrupts the running cell and stops the server, which answers the pending call at once (as before: the
+    connection is closing), and ends with 130 when its stdin closes (in a terminal the client gets the Ctrl-C too, and
+    its end closes the server's stdin, which the SDK's stdio server waits for)"""
     p = stdio_sleeping(tmp_path)
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
+    answer = json.loads(p.stdout.readline())
+    assert answer['id'] == 3 and time.monotonic() - t0 < 1, answer
     p.stdin.close()
     assert p.wait(30) == 130 and time.monotonic() - t0 < 5, time.monotonic() - t0
     assert 'Traceback' not in p.stderr.read()
