@@ -7,7 +7,7 @@ from . import errors as _errors
 # The managers load on first use (PEP 562): `headlesnb hook`, which Claude Code waits for on every tool call, imports
 # this package, and must not pay for kernels, dialogs and SDKs it never uses.
 _LAZY = dict(NotebookManager='notebook', DialogManager='dialog', WorkspaceManager='workspace', AgentManager='agents',
-             Engine='engine', execute_notebook='run', NotebookExecutionError='run', PapermillExecutionError='run')
+             Engine='engine', execute_notebook='run', run_notebook='run', NotebookExecutionError='run', PapermillExecutionError='run')
 __all__ = [*_errors.__all__, *_LAZY]
 
 def __getattr__(name:str):
