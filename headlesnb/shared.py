@@ -169,7 +169,7 @@ class SharedDoc(NbDoc):
 @patch
 async def _connect(self:SharedDoc):
     "Open the websocket and ask for the document (our state: empty); the replies are read and our updates written from this loop"
-    self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+    self._loop, self._wake, self._hurry = asyncio.get_running_loop(), asyncio.Event(), asyncio.Event()
     try: self._ws = await connect(self.url, additional_headers=self.headers, max_size=None, open_timeout=10)
     except Exception as e: self.lost = f'{type(e).__name__}: {e}'; self._ready.set(); return
     self._asked.append(0)  # the answer to this first SYNC_STEP1 brings the document
@@ -192,7 +192,8 @@ async def _writer(self:SharedDoc):
     while True:
         await self._wake.wait()
         self._wake.clear()
-        await asyncio.sleep(SEND_DELAY)
+        with suppress(asyncio.TimeoutError): await asyncio.wait_for(self._hurry.wait(), SEND_DELAY)  # (`commit` waits: at once)
+        self._hurry.clear()
         self._kicked = False  # (before taking: what is added from now on wakes us again)
         try:
             while self._outq:
@@ -350,6 +351,8 @@ def commit(self:SharedDoc, version:int|None=None, force:bool=False):
     if self._closing: return
     if version is None: version = self.version
     end = time.monotonic() + ACK_TIMEOUT
+    if self.shared and self._durable < version and self._outq:
+        with suppress(RuntimeError): self._loop.call_soon_threadsafe(self._hurry.set)  # someone waits: no need to gather a burst
     with self._cv:
         while self.shared and not self.lost and self._durable < version:
             if not self._cv.wait(end - time.monotonic()) and time.monotonic() >= end:
