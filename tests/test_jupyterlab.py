@@ -1,7 +1,7 @@
 """headlesnb editing a notebook open in the user's JupyterLab: a real JupyterLab with jupyter-collaboration (its own
 cached venv, built by tests/setup.sh) and its page in headless Chromium. Edits and outputs show in the page within 2 s,
 nothing typed there is lost, Ctrl+S never brings "File Changed", the page's edits reach headlesnb's next read."""
-import json, os, secrets, signal, subprocess, sys, threading, time
+import asyncio, json, os, queue, secrets, signal, subprocess, sys, threading, time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -271,6 +271,31 @@ def test_two_headlesnb_clients_and_the_user_on_one_notebook(nb, lab):
         nm.save()
         assert set(on_disk(nb.path)) == want
     finally: other.close_all()
+
+def test_the_mcp_server_edits_through_the_shared_document(nb, lab):
+    "headlesnb mcp --jupyter-url: its edits show in the page, and the user's typing shows in its reads"
+    from test_mcp import stdio_session, ok
+    page, said, go = nb.page, queue.Queue(), threading.Event()
+    page.wait(lambda cs: len(cs) == 2, 'the notebook')
+    async def session():
+        async with stdio_session(lab.root, '--jupyter-url', lab.url, '--jupyter-token', lab.token, '--kernel', 'inprocess') as s:
+            await ok(s, 'use_notebook', notebook_name='m', notebook_path=nb.name)
+            said.put(await ok(s, 'insert_cell', cell_index=0, cell_type='code', cell_source='m = "from the MCP server"'))
+            await asyncio.to_thread(go.wait, 60)  # the user types meanwhile
+            for _ in range(int(LIVE / 0.1)):
+                if 'a = 1  # typed' in (out := await ok(s, 'read_cell', cell_index=2)): break
+                await asyncio.sleep(0.1)
+            said.put(out)
+    th = threading.Thread(target=lambda: said.put(asyncio.run(session())))
+    th.start()
+    try:
+        assert 'Cell inserted successfully' in said.get(timeout=90)
+        page.wait(lambda cs: sources(cs) == ['m = "from the MCP server"', 't = 0', 'a = 1'], "the MCP server's insert")
+        page.editor(2).click(); page.pg.keyboard.press('End'); page.pg.keyboard.type('  # typed')
+        page.wait(lambda cs: cs[2]['source'] == 'a = 1  # typed', "the user's typing")
+    finally: go.set()
+    assert 'a = 1  # typed' in said.get(timeout=30)
+    th.join(30)
 
 def test_bad_input_is_refused_clearly(lab, tmp_path):
     write_nb(lab.root / 'bad.ipynb', [new_code_cell('1')])
