@@ -8,7 +8,7 @@ cell within 1 s. Checked through the official MCP client over stdio and HTTP aga
 stuck, and other notebooks run meanwhile. Ctrl-C on a server (a cell running or not) still exits quietly with 130,
 SIGTERM still ends it.
 """
-import inspect, json, os, signal, socket, subprocess, sys, threading, time
+import json, os, signal, socket, subprocess, sys, threading, time
 from contextlib import asynccontextmanager, suppress
 
 import anyio, httpx2, pytest
@@ -265,9 +265,8 @@ def test_api_kernel_interrupt_stops_a_sleep_within_1s():
         took = time.monotonic() - box['t0']
         assert r.status == 'interrupted' and took < 1, (took, r)
 
-@pytest.mark.xfail(inspect.signature(__import__('headlesnb.base', fromlist=['x']).make_kernel).parameters['main_thread'].default is False,
-                   strict=True, reason="the managers make their in-process kernels with make_kernel(main_thread=False) (09_base)")
 def test_api_manager_timeout_stops_a_sleep(tmp_path):
+    "The managers' in-process kernels run a main-thread caller's cells on the main thread (09_base passes main_thread=True)"
     from headlesnb.notebook import NotebookManager
     with NotebookManager(tmp_path) as nm:
         nm.use_notebook('n', mode='create')
