@@ -339,9 +339,6 @@ def reload(self:SharedDoc):
 @patch
 def changed_on_disk(self:SharedDoc) -> bool: return self.shared is False and NbDoc.changed_on_disk(self)
 @patch
-def may_change(self:SharedDoc):
-    if not self.shared: NbDoc.may_change(self)  # (the server writes the file, under its own permissions)
-@patch
 def _touch(self:SharedDoc):
     if not self.shared: NbDoc._touch(self)  # (shared: `_flush` makes the new version)
 
