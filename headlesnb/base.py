@@ -791,14 +791,27 @@ def _watch_live(self:BaseManager):
         self._live.start()
 
 @patch
+def _live_every(self:BaseManager, it:Item) -> float:
+    "Hook: seconds between writes of item `it`'s running cell's outputs"
+    return self.live_every
+
+@patch
 def _live_loop(self:BaseManager):
+    due = {}  # run id -> when its outputs are next written
     while True:
-        time.sleep(self.live_every)
         with self._lock:
             rs = [r for r in self._runs.values() if not r.over]
             if not rs: self._live = None; return  # the next run starts another
+        now, nxt = time.monotonic(), []
         for r in rs:
-            with suppress(HeadlesnbError, KeyError): self._write_live(r)
+            if (it := self._items.get(r.name)) is None: continue
+            every = self._live_every(it)
+            if now >= due.setdefault(r.id, now + every):
+                with suppress(HeadlesnbError, KeyError): self._write_live(r)
+                due[r.id] = now + every
+            nxt.append(due[r.id])
+        for k in set(due) - {r.id for r in rs}: del due[k]
+        time.sleep(max(0.01, min(nxt, default=now + self.live_every) - time.monotonic()))
 
 @patch
 def _write_live(self:BaseManager, r:Run):

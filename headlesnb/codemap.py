@@ -9,7 +9,7 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'SearchIndex', 'open_codemap']
 
 # %% ../nbs/17_codemap.ipynb #90927874
-import fcntl, hashlib, json, os, pickle, queue, re, sqlite3, stat, subprocess, sys, tempfile, threading, time
+import fcntl, hashlib, json, os, pickle, queue, re, sqlite3, stat, subprocess, sys, tempfile, threading, time, warnings
 from bisect import bisect_right
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -1111,7 +1111,9 @@ def text_tokens(text:str) -> list:
 class BM25Scorer:
     "The default scorer: BM25 (bm25s) over token lists. A scorer needs `index(docs)` and `scores(tokens)` -> one score a doc"
     def index(self, docs:list):
-        import bm25s
+        with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in a Jupyter kernel without ipywidgets (in the user's output)
+            warnings.filterwarnings('ignore', message='IProgress not found')
+            import bm25s
         self.bm = bm25s.BM25()
         self.bm.index(docs, show_progress=False)
     def scores(self, tokens:list):

@@ -18,7 +18,7 @@ from .errors import BadArgumentError, KernelError
 from .utils import strip_ansi, utc_now
 from .mainthread import MAIN
 from .kernel import OUTPUT_LIMIT, RunResult, Kernel, cap_output, namespace_variables, namespace_variable
-from .zmqshell import (ZMQInteractiveShell, CellOutputs, STDOUT, STDERR, LOOP_SHELLS, RUNNING, KERNEL_ENV,
+from .zmqshell import (ZMQInteractiveShell, CellOutputs, STDOUT, STDERR, LOOP_SHELLS, RUNNING, HOST, OWNER, KERNEL_ENV,
                                 INLINE_BACKEND, kernel_argv, refuse_input, refuse_getpass)
 
 # %% ../nbs/06_inprocess.ipynb #4a789642
@@ -64,6 +64,14 @@ _LANDED = ctypes.py_object(_Landed)
 _in_cell = threading.local()  # `.kernel`: the in-process kernel whose cell this thread is running now
 
 def _cell_kernel(): return getattr(_in_cell, 'kernel', None)
+
+def _owned_outputs():
+    """The outputs of the cell that owns the calling thread: the cell it runs, or (a thread a cell started) its kernel's
+    running cell; None for the host's threads, whose prints must not land in a cell that runs beside them"""
+    k = _cell_kernel() or getattr(threading.current_thread(), '_hnb_parent', None)
+    sh = getattr(k, '_shell', None) if k is not None and k._current is not None else None
+    return sh._out if sh is not None else None
+OWNER[0] = _owned_outputs
 
 _thread_start = threading.Thread.start
 def _start(self):
@@ -577,6 +585,8 @@ def _begin(self) -> tuple:
         self._stuck = None  # that call returned: the shell is usable again
     shell = self._shell = self._shell or self._start()
     InteractiveShell._instance, sys.modules['__main__'] = shell, shell.user_module
+    for name, ours in (('stdout', STDOUT), ('stderr', STDERR)):  # the host's own streams, for its threads' writes meanwhile
+        if (s := getattr(sys, name)) is not ours: HOST[name] = s
     sys.stdout, sys.stderr, builtins.input, getpass.getpass, sys.argv = STDOUT, STDERR, refuse_input, refuse_getpass, self._argv
     atexit.register, atexit.unregister = self._atexit.register, self._atexit.unregister
     _set_env(self._env)

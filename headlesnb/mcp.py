@@ -137,8 +137,12 @@ class ToolGroup:
     async def _do(self, call, fmt) -> CallToolResult:
         "Run `fmt(call())` in a worker thread; any exception becomes a one-line error result"
         def work():
-            res = fmt(call())
-            return res if isinstance(res, CallToolResult) else text_result(*(res if isinstance(res, list) else [res]))
+            r = call()
+            res = fmt(r)
+            res = res if isinstance(res, CallToolResult) else text_result(*(res if isinstance(res, list) else [res]))
+            if isinstance(r, dict) and r.get('notice'):  # the notebook's shared document went away: said once, in the next answer
+                res.content.append(TextContent(type='text', text=r['notice']))
+            return res
         try: return await anyio.to_thread.run_sync(work)
         except Exception as e: return failed(e, self.opts.text_limit)
 
@@ -175,7 +179,7 @@ async def list_files(self:NotebookTools,
         start_index:Annotated[int, Field(description="First entry (pagination)", ge=0)]=0,
         limit:Annotated[int, Field(description="Most entries (0: all)", ge=0)]=25,
         pattern:Annotated[str, Field(description="Glob, e.g. '*.ipynb'")]='') -> CallToolResult:
-    "Files and folders under the root, as a tab-separated table."
+    "Files and folders under the root, tab-separated."
     cols = ['path', 'type', 'size', 'modified']
     def fmt(d):
         fs, s = d['files'], d['start_index']
@@ -203,7 +207,8 @@ async def use_notebook(self:NotebookTools,
     def fmt(d):
         head = (f"[INFO] Successfully activate notebook {d['name']!r}.\n"
                 f"{'created' if mode == 'create' else 'using'} notebook {d['name']!r} ({d['path']}, {_plural(d['cells'], 'cell')}"
-                + (f"; the same notebook as {d['same_as']!r}" if d.get('same_as') else '') + "); it is now the active notebook")
+                + (f"; the same notebook as {d['same_as']!r}" if d.get('same_as') else '') + "); it is now the active notebook"
+                + ("; live in JupyterLab (the server's shared document)" if d.get('shared') else '') + (f"\n{d['note']}" if d.get('note') else ''))
         return f"{head}\n\nNotebook has {d['cells']} cells.\nShowing first {len(d['around'])} cells:\n\n{cells_table(d['around'])}"
     return await self._do(call, fmt)
 
@@ -212,18 +217,19 @@ async def connect_to_jupyter(self:NotebookTools,
         jupyter_url:Annotated[str, Field(description="Jupyter server URL, e.g. 'http://localhost:8888'")],
         jupyter_token:Annotated[str|None, Field(description="Its token")]=None,
         document_provider:Annotated[str, Field(description="Only 'jupyter'")]='jupyter') -> CallToolResult:
-    "Run the kernels of notebooks opened from now on in a Jupyter server."
+    "Run the kernels of notebooks opened from now on in a Jupyter server (edited live in its JupyterLab pages)."
     def call():
         check_str(jupyter_url, 'jupyter_url')
         if not re.match(r'^https?://[^/\s]+', jupyter_url): raise BadArgumentError(f"jupyter_url must be an http(s) URL such as 'http://localhost:8888', not {jupyter_url!r}")
-        if document_provider != 'jupyter': raise BadArgumentError(f"document_provider must be 'jupyter', not {document_provider!r}: notebooks stay files under the root")
+        if document_provider != 'jupyter': raise BadArgumentError(f"document_provider must be 'jupyter', not {document_provider!r}")
         from headlesnb.subkernel import list_kernelspecs
         try: list_kernelspecs(jupyter_url.rstrip('/'), jupyter_token)  # reached, and the token is right
         except HeadlesnbError as e: raise BadArgumentError(f"cannot reach the Jupyter server at {jupyter_url}: {e}") from None
         for m in (self.nm, *self.peers): m.jupyter_url, m.jupyter_token = jupyter_url.rstrip('/'), jupyter_token
         return jupyter_url
     return await self._do(call, lambda url: f"Successfully connected to Jupyter server: {url}\nnotebooks opened from now on run their kernels there "
-                                            f"({'token' if jupyter_token else 'no token'}); notebooks already running keep their kernels")
+                                            f"({'token' if jupyter_token else 'no token'}), and are edited through its shared documents when it has "
+                                            "jupyter-collaboration (live in its JupyterLab pages); notebooks already open keep their kernels")
 
 @patch
 async def unuse_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
@@ -1360,8 +1366,8 @@ def mcp_main(argv=None):
         print(f"headlesnb mcp: serving {root} over stdio", file=sys.stderr, flush=True)
         return run_quietly(lambda: srv.run('stdio'))
     import uvicorn
-    sock = bind('headlesnb mcp', a.host, a.port)
     server = uvicorn.Server(uvicorn.Config(http_app(srv, a.host, token, a.port, a.allow_host), log_level='warning', lifespan='on'))
+    sock = bind('headlesnb mcp', a.host, a.port)  # listening from here: the line below says so at once
     print(f"headlesnb mcp: serving {root} at http://{bracket(a.host)}:{a.port}/mcp (streamable HTTP)"
           + ("; clients send Authorization: Bearer <token>" if token else ''), file=sys.stderr, flush=True)
     return run_quietly(lambda: server.run(sockets=[sock]))

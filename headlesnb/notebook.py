@@ -6,7 +6,7 @@
 __all__ = ['log', 'SHARED_LIVE_EVERY', 'cell_pos', 'cell_info', 'NotebookManager']
 
 # %% ../nbs/10_notebook.ipynb #fb70637f
-import fnmatch, functools, inspect, logging, os
+import fnmatch, functools, inspect, logging, os, sys
 from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
@@ -16,7 +16,6 @@ from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .utils import text_diff, content_hash, check_hash, hash_list
 from .base import BaseManager, check_wait
 from .paths import check_name
-from .shared import JupyterDocs, SharedDoc
 
 log = logging.getLogger(__name__)
 
@@ -381,6 +380,7 @@ def _jupyter_docs(self:NotebookManager):
     if not self.jupyter_url or not self.shared_docs: return None
     key = (self.jupyter_url, self.jupyter_token)
     if self._docs_of is None or self._docs_of[0] != key:
+        from headlesnb.shared import JupyterDocs  # (pycrdt and httpx: loaded only for a Jupyter server)
         docs = JupyterDocs(*key)
         note = docs.missing()
         if note: log.warning('headlesnb: %s', note)
@@ -388,10 +388,14 @@ def _jupyter_docs(self:NotebookManager):
     return self._docs_of[1]
 
 @patch
-def _shared_doc(self:NotebookManager, path:Path, docs:JupyterDocs) -> SharedDoc:
-    doc = SharedDoc.open(path, docs, docs.find(path, self.root), save_delay=self.save_delay)
-    self.live_every = min(self.live_every, SHARED_LIVE_EVERY)
-    return doc
+def _shared_doc(self:NotebookManager, path:Path, docs) -> 'SharedDoc':
+    from headlesnb.shared import SharedDoc
+    return SharedDoc.open(path, docs, docs.find(path, self.root), save_delay=self.save_delay)
+
+@patch
+def _live_every(self:NotebookManager, it) -> float:
+    "A shared document gets a running cell's outputs more often: the page shows them as they come"
+    return SHARED_LIVE_EVERY if getattr(it.doc, 'shared', False) else self.live_every
 
 @patch
 def _file_doc(self:NotebookManager, doc):
@@ -420,7 +424,7 @@ def _new_doc(self:NotebookManager, path:Path):
 def _close(self:NotebookManager, name:str|None=None):
     "Close as `BaseManager` does (a shared document is saved by the server first), then leave its room"
     it = BaseManager._close(self, name)
-    if isinstance(it.doc, SharedDoc): it.doc.close()
+    if (shared := sys.modules.get('headlesnb.shared')) and isinstance(it.doc, shared.SharedDoc): it.doc.close()
     return it
 
 @patch

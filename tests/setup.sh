@@ -95,3 +95,15 @@ fi
 # dask scheduler/worker commands), scrapbook and pyarrow are dev dependencies, installed above with .[dev].
 python -c 'import fsspec, s3fs, aiohttp, moto.server, distributed, scrapbook, pyarrow' && command -v moto_server >/dev/null && command -v dask >/dev/null
 # ---- end: tests/test_run_pipeline*.py ----
+
+# ---- begin: tests/test_jupyterlab.py, bench/bench_jupyterlab.py (headlesnb editing the notebook open in JupyterLab) ----
+# JupyterLab 4.6 with jupyter-collaboration 5.0 (and ipykernel, for the page's own kernels) in a cached venv of its own:
+# installed here, its server extensions (jupyter_server_ydoc, fileid, lsp) would load into every `jupyter server` the other
+# tests start, and change what they test. Built once (~1 min).
+JLAB_VENV="${HEADLESNB_JLAB_VENV:-$HOME/.cache/headlesnb/jlab-venv-4.6.6}"
+if [ ! -x "$JLAB_VENV/bin/jupyter-lab" ]; then
+    rm -rf "$JLAB_VENV" && python -m venv "$JLAB_VENV"
+    "$JLAB_VENV/bin/pip" install -q 'jupyterlab==4.6.6' 'jupyter-collaboration==5.0.4' 'ipykernel>=6.29' 2>&1 | grep -v '^WARNING: Location' || true
+fi
+"$JLAB_VENV/bin/python" -c "import jupyterlab, jupyter_collaboration, jupyter_server_ydoc, ipykernel"
+# ---- end: tests/test_jupyterlab.py ----
