@@ -14,16 +14,7 @@ import gc, os, statistics, sys, tempfile, time
 import anyio, psutil
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-
-
-async def timed(s, tool, args, n) -> list:
-    res = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        r = await s.call_tool(tool, args)
-        res.append(time.perf_counter() - t0)
-        if r.is_error: raise RuntimeError(f'{tool} failed: {r.content[0].text}')
-    return res
+from bench_mcp import timed  # (bench/ is on the path of a script run from it)
 
 
 async def over_mcp(n):

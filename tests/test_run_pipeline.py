@@ -4,25 +4,13 @@ mid-notebook), scrapbook reading our outputs; --cells, --skip-tag, --total-timeo
 import json, os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
+from test_run_cli import KS, mk_nb  # a notebook file from cell sources, or (source, tags)
 
 HB = [sys.executable, '-m', 'headlesnb.cli', 'run']
-KS = {'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}}
 SECRET_FILE_WORDS = ('AWS_SECRET_ACCESS_KEY',)
 
 def hb(*args, env=None, cwd=None, timeout=120):
     return subprocess.run([*HB, *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
-
-def mk_nb(path, *cells):
-    "A notebook file; each cell is a source string or (source, tags)"
-    nb = nbformat.v4.new_notebook(metadata=dict(KS))
-    for i, c in enumerate(cells):
-        src, tags = (c, []) if isinstance(c, str) else c
-        cell = nbformat.v4.new_code_cell(src)
-        if tags: cell.metadata['tags'] = tags
-        cell.id = f'c{i}'
-        nb.cells.append(cell)
-    nbformat.write(nb, path)
-    return path
 
 def texts(cell): return ''.join(o.get('text', '') for o in cell.get('outputs', []) if o['output_type'] == 'stream')
 
