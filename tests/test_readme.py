@@ -12,6 +12,7 @@ folder, each according to its language and to an optional mark: an HTML comment 
 | ```bash | `<!-- run: server -->` | in the background, cwd the folder, with `PORT` a free port and `SECRET` a random token; it must answer (a check per command, see `ANSWER_CHECKS`); stopped by its process group at the end |
 | any | `<!-- run: no, REASON -->` | not run (the reason is required) |
 | ```json | none | must parse |
+| ```toml | none | must parse |
 
 Any other block fails the test, so a new kind of snippet has to say how it runs. Every subprocess gets this
 environment's bin folder first on PATH, so `headlesnb` and `pip` are the ones under test.
@@ -21,7 +22,7 @@ links a heading of the README. External links cannot be checked offline: their f
 host) and nothing else. Files named in prose or inline code (`name.ext`) must be in the repository, be made by the
 snippets, or be in `NOT_OURS` with the reason.
 """
-import json, os, re, secrets, signal, subprocess, sys, time
+import json, os, re, secrets, signal, subprocess, sys, time, tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -37,7 +38,8 @@ README = ROOT / 'README.md'
 BIN = str(Path(sys.executable).parent)
 
 # Files the README names that are neither in the repository nor made by its snippets
-NOT_OURS = {'claude_desktop_config.json': "Claude Desktop's settings file, on the reader's machine"}
+NOT_OURS = {'claude_desktop_config.json': "Claude Desktop's settings file, on the reader's machine",
+            'agents.toml': "the agents' configuration, which the reader writes (~/.config/headlesnb/ or ROOT/.scope/)"}
 
 _FENCE = re.compile(r'^(```|~~~)\s*([\w+-]*)\s*$')
 _MARK = re.compile(r'^<!--\s*run:\s*(.*?)\s*-->$')
@@ -237,6 +239,9 @@ def run_readme(text: str, folder: Path, logs: Path) -> Run:
             elif b.lang == 'json' and mark == '':
                 try: json.loads(b.code)
                 except ValueError as e: err = f'not JSON: {e}'
+            elif b.lang == 'toml' and mark == '':
+                try: tomllib.loads(b.code)
+                except tomllib.TOMLDecodeError as e: err = f'not TOML: {e}'
             else: err = f'no way to run a {b.lang or "plain"} block marked {b.mark!r}: mark it (see tests/test_readme.py)'
             if err:
                 run.failure = f'{b.where()} failed:\n{err}'
@@ -364,6 +369,7 @@ def test_checker_catches_problems(tmp_path):
     run = run_readme('```python\nimport asyncio\nawait asyncio.sleep(0)\ny = 2\n```\n```python\nassert y == 2\n```\n', tmp_path, tmp_path)
     assert run.failure is None and len(run.ran) == 2
     assert 'not JSON' in run_readme('```json\n{"a": }\n```\n', tmp_path, tmp_path).failure
+    assert 'not TOML' in run_readme('```toml\na = [\n```\n', tmp_path, tmp_path).failure
     assert 'no way to run' in run_readme('```ruby\nputs 1\n```\n', tmp_path, tmp_path).failure
     assert link_problem('#nope', ROOT, '# Title\n') and link_problem('#title', ROOT, '# Title\n') is None
     assert link_problem('nbs/no_such.ipynb', ROOT, '') and link_problem('nbs/index.ipynb', ROOT, '') is None
