@@ -61,7 +61,7 @@ RANDOM_IMAGES = {
 # replaced by a placeholder (output types and stream names are still compared).
 VOLATILE_CELLS = {
     'ipython/examples/IPython Kernel/Beyond Plain Python.ipynb': {48: '!df -h: disk usage'},
-    'nbclient/binder/empty_notebook.ipynb': {2: 'a DataFrame of np.random.randn numbers', 6: 'a plot of them'},
+    'nbclient/binder/empty_notebook.ipynb': {2: 'a DataFrame of np.random.randn numbers', 3: 'the scrap of those numbers', 6: 'a plot of them'},
 }
 
 # Per-notebook timeouts (seconds per cell) where the default does not fit.
