@@ -323,8 +323,11 @@ def test_ctrl_c_stops_a_k_batch_writing_what_ran(tmp_path):
     p = subprocess.Popen([*HB, *nbs, '--output-dir', tmp_path / 'out', '-k', 'python3', '--jobs', '2', '--autosave-cell-every', '1'], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        end = time.monotonic() + 90  # both running notebooks are in their sleeping cell once their first outputs are written
-        while time.monotonic() < end and not all((tmp_path / 'out' / f's{i}.ipynb').exists() for i in range(2)): time.sleep(0.2)
+        end = time.monotonic() + 90  # both running notebooks are in their sleeping cell once their first cell's output is written
+        def started(i):  # (an output file can be there before its kernel has started: its first cell's output says it ran)
+            try: return f'start {i}' in (tmp_path / 'out' / f's{i}.ipynb').read_text()
+            except OSError: return False
+        while time.monotonic() < end and not all(started(i) for i in range(2)): time.sleep(0.2)
         time.sleep(1)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
