@@ -766,11 +766,6 @@ def list_runs(self:BaseManager, name:str|None=None) -> list:
     return [{k: v for k, v in r.info().items() if k not in ('outputs', 'since', 'next', 'result')} for r in rs if name in (None, r.name)]
 
 @patch
-def busy_items(self:BaseManager) -> set:
-    "Names of the items with a run going (or queued)"
-    with self._lock: return {r.name for r in self._runs.values() if not r.over}
-
-@patch
 def interrupt_run(self:BaseManager, run_id:str) -> dict:
     "Stop run `run_id`: a queued one never starts, a running one is interrupted; one that ended is left as it is"
     r = self._find_run(run_id)
