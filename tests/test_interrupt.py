@@ -16,7 +16,7 @@ from conftest import free_port
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from test_servers_cli import ENV, hb, poll, wait_listening
+from test_servers_cli import ENV, hb, poll, serve, wait_listening
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -125,14 +125,7 @@ def test_mcp_a_cell_deaf_to_sigint_is_reported_stuck_and_other_notebooks_run(tmp
 
 # ---------------------------------------------------------------- headlesnb serve (the dialoghelper HTTP API)
 def test_serve_interrupt_stops_blocked_cells_within_1s(tmp_path):
-    port = free_port()
-    p = hb('serve', '--root', tmp_path, '--port', port)
-    wait_listening(p, port)
-    with httpx2.Client(base_url=f'http://127.0.0.1:{port}', timeout=60) as c:
-        def call(ep, **data):
-            r = c.post(f'/{ep}', data=data)
-            assert r.status_code == 200, f'{ep}: {r.status_code} {r.text}'
-            return r.json()
+    with serve(tmp_path) as (call, p):  # (Ctrl-C at the end: exit 130)
         call('create_dialog_', name='d')
         for what in ('sleep', 'subprocess', 'socket recv'):
             (tmp_path / 'started').unlink(missing_ok=True)
@@ -146,8 +139,6 @@ def test_serve_interrupt_stops_blocked_cells_within_1s(tmp_path):
             assert 'KeyboardInterrupt' in out and 'could not be interrupted' not in out, out
             n = call('add_relative_', dlg_name='d', msg_type='code', content='6 * 7', run='true')['id']
             assert poll(lambda: call('read_msg_', dlg_name='d', id_=n, n=0)['output'], 5, f'after {what}: the next cell').strip() == '42'
-    p.send_signal(signal.SIGINT)
-    assert p.wait(30) == 130
 
 # ---------------------------------------------------------------- Ctrl-C and SIGTERM with a cell running
 def start_sleeping(kind:str, root):
