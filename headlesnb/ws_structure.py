@@ -190,7 +190,7 @@ def _render_structure(self:Workspace) -> str:
     st = self.code_map
     if (limit := _limit(self)) is False: return OFF
     key, cm = str(self.root), None
-    if (mod := sys.modules.get('headlesnb.codemap')) is not None: cm = mod._OPEN.get(key)  # (not imported: nothing is open)
+    cm = getattr(sys.modules.get('headlesnb.codemap'), '_OPEN', {}).get(key)  # not imported, or being imported by the builder: nothing is open yet
     if cm is None or ((b := _BUILDS.get(key)) is not None and not b.finished.is_set()):
         b = background_build(key, limit)
         if b.state != 'ready': return b.describe()
