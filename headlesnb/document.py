@@ -174,6 +174,7 @@ class NbDoc:
         self._disk = None, None  # (stat signature, bytes) of the file as we last read or wrote it: comparing is cheaper than hashing at every write
         self._disk_lock = threading.Lock()  # guards `_disk`; renames happen under it, so nobody sees one half done
         self._dir, self._dfd, self._dir_mu = None, None, threading.Lock()  # the folder's (st_dev, st_ino) and a descriptor of it, pinned at the first look
+        self._folder = None  # the `_FolderSync` of that folder, shared with every document there
         _open_docs.add(self)
 
     @classmethod
@@ -235,6 +236,7 @@ def _open_dir(self:NbDoc, check:bool=True) -> int:
                 st = os.fstat(fd)
                 if self._dir is not None and (st.st_dev, st.st_ino) != self._dir: os.close(fd); self._swapped()
                 self._dir, self._dfd = (st.st_dev, st.st_ino), fd
+                self._folder = _FolderSync.of(self._dir)
                 weakref.finalize(self, os.close, fd).atexit = False  # (at exit the saves that flush documents still need it)
                 return fd
     if not check: return self._dfd  # (a look through the descriptor cannot be redirected: only writes need the check)
@@ -442,7 +444,7 @@ def _write_now(self:NbDoc, force:bool=False):
         self._inflight.remove(version); self._syncing += 1; self._cv.notify_all()
     synced = False
     try:
-        os.fsync(self._open_dir(check=False))  # the rename (ours, or a newer one that landed first) is durable once its folder is
+        self._folder.fsync(self._open_dir(check=False))  # the rename (ours, or a newer one that landed first) is durable once its folder is
         synced = True
     finally:
         with self._cv:
@@ -473,3 +475,36 @@ def save(self:NbDoc, force:bool=False) -> bool:
         version = self.version
     self.commit(version, force)
     return True
+
+# %% ../nbs/03_document.ipynb #f01dc0a2
+class _Round:
+    "One folder fsync: it covers every rename done in the folder before it started"
+    done, error = False, None
+
+class _FolderSync:
+    "The group commit of one folder's fsync, shared by the documents in that folder"
+    _all, _mu = weakref.WeakValueDictionary(), threading.Lock()  # (st_dev, st_ino) -> the folder's `_FolderSync`
+
+    def __init__(self): self._cv, self._running, self._next = threading.Condition(), None, _Round()
+
+    @classmethod
+    def of(cls, key:tuple):
+        "The `_FolderSync` of the folder with (st_dev, st_ino) `key` (kept while a document there holds it)"
+        with cls._mu:
+            f = cls._all.get(key)
+            if f is None: f = cls._all[key] = cls()
+            return f
+
+    def fsync(self, fd:int):
+        "Return once a fsync of the folder (`fd`: a descriptor of it) that started after this call has ended; raise if it failed"
+        with self._cv:
+            r = self._next  # not started yet: it starts after our rename, so it covers it
+            while self._running is not None and not r.done: self._cv.wait()
+            lead = not r.done  # none running and ours not done: it is still the next one, and we run it for all
+            if lead: self._running, self._next = r, _Round()
+        if lead:
+            try: os.fsync(fd)
+            except BaseException as e: r.error = e; raise
+            finally:
+                with self._cv: r.done, self._running = True, None; self._cv.notify_all()
+        elif r.error is not None: raise OSError(f"fsync of the folder failed: {r.error!r}") from r.error
