@@ -9,7 +9,7 @@ __all__ = ['AGENTS_CSS', 'AGENTS_JS', 'AGENTS_CSP', 'PAGE_CSS', 'PAGE_JS', 'PAGE
            'first_line', 'dialog_summary', 'render_row', 'render_index', 'point_client', 'serve_parser', 'serve_main']
 
 # %% ../nbs/28_server_app.ipynb #a072adf3
-import argparse, asyncio, html, importlib.util, json, re, secrets, sys, time
+import argparse, asyncio, html, importlib.util, json, os, re, secrets, sys, time
 from urllib.parse import parse_qsl, quote
 from fastcore.basics import patch
 from starlette.concurrency import run_in_threadpool
@@ -20,7 +20,9 @@ from starlette.websockets import WebSocket, WebSocketState
 from fasthtml.common import FastHTML
 from .errors import *
 from .utils import strip_ansi
-from .dialog import cell2msg, dialog_cells
+from aidialog.ipynb import conv_old_prompts
+from .document import check_nb
+from .dialog import cell2msg
 from .engine import Engine
 from .options import add_kernel_args, bind, run_quietly
 from .security import *
@@ -544,13 +546,25 @@ def first_line(s:str, n:int=100) -> str:
     line = next((l.strip() for l in s.splitlines() if l.strip()), '')
     return line if len(line) <= n else line[:n - 1] + '…'
 
-def dialog_summary(path, name:str) -> dict:
-    "What the index shows of a dialog file, from one read: how many messages, and the last one's type and first line"
-    try:
-        cells = dialog_cells(path.read_bytes(), name)
-        m = cell2msg(cells[-1]) if cells else None
-    except Exception as e: return dict(messages=None, error=one_line(e, 200))  # one broken (or hostile) file never breaks the page
-    return dict(messages=len(cells), last_type=m and m.msg_type, preview=first_line(m.content) if m else '')
+def dialog_summary(data:bytes, name:str) -> dict:
+    """How many messages a dialog file's text holds, and the last one's type and first line: the JSON is parsed,
+    and only the last cell read as a message (what `dialog_cells` does to every cell, it does to that one)"""
+    try: nb = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e: raise CorruptFileError(f"{name}: not valid JSON ({e})") from None
+    cells = nb.get('cells') if isinstance(nb, dict) else None
+    if not isinstance(cells, list) or nb.get('nbformat') != 4: raise CorruptFileError(f"{name}: not a Jupyter notebook")
+    if not cells: return dict(messages=0, last_type=None, preview='')
+    try: last = check_nb(dict(nbformat=4, metadata={}, cells=cells[-1:]), name)
+    except CorruptFileError: raise CorruptFileError(f"{name}: its last cell ({len(cells)}) is not a valid notebook cell") from None
+    conv_old_prompts(last)  # (an old prompt and its reply, in one markdown cell: still one message)
+    m = cell2msg(last['cells'][0])
+    return dict(messages=len(cells), last_type=m.msg_type, preview=first_line(m.content))
+
+@patch
+def summary(self:DhServer, name:str) -> dict:
+    "`dialog_summary` of dialog `name`'s file, read once (one broken or hostile file is a row saying why, never a broken page)"
+    try: return dialog_summary(self.dm.resolve(f'{name}.ipynb', 'dialog path').read_bytes(), name)  # (a file swapped for a way out is refused)
+    except Exception as e: return dict(messages=None, error=one_line(e, 200))
 
 RUN_KINDS = dict(prompt='prompt', cell='code', code='code', all='all cells')  # a `Run`'s kind, as the index names it
 
@@ -582,13 +596,11 @@ def dialog_rows(self:DhServer) -> list:
     names = [i for i in self.dm.dialog_files('', 5) if not i.endswith('/')]
     states, cache, kept, rows = self.run_states(), getattr(self, 'summaries', {}), {}, []
     for name in names:
-        try:
-            p = self.dm.resolve(f'{name}.ipynb', 'dialog path')
-            st = p.stat()
-        except (HeadlesnbError, OSError): continue  # gone, or swapped for a way out, since the listing
+        try: st = os.stat(self.dm.root / f'{name}.ipynb')  # (the walk kept only files under the root; a read checks again)
+        except OSError: continue  # gone since the listing
         key = (st.st_mtime_ns, st.st_size, st.st_ino)
         hit = cache.get(name)
-        s = hit[1] if hit and hit[0] == key else dialog_summary(p, name)
+        s = hit[1] if hit and hit[0] == key else self.summary(name)
         kept[name] = (key, s)
         rows.append(dict(name=name, mtime=st.st_mtime, **s, **states.get(name, dict(running=[], queued=0))))
     self.summaries = kept  # (only the dialogs still there: the cache never outgrows the folder)
