@@ -13,7 +13,7 @@ __all__ = ['log', 'ERROR_MARKER_TAG', 'ERROR_MESSAGE_TEMPLATE', 'ERROR_ANCHOR_MS
 # %% ../nbs/22_run.ipynb #40b897bf
 import argparse, ast, base64, binascii, json, keyword, logging, math, os, platform, re
 import shutil, signal, stat, subprocess, sys, tempfile, threading, time, uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +26,7 @@ from fastcore.basics import patch
 from .base import BaseManager, Item, kernel_for_notebook, make_kernel, runs_cell
 from .options import add_remote_args
 from .run_io import (is_url, local_path, redact, read_bytes, check_writable, writer, text_sink, make_folder,
+                              start_store_helper, stop_store_helper,
                               join as join_path, basename as base_name)
 
 # %% ../nbs/22_run.ipynb #bfdd8cad
@@ -1213,6 +1214,29 @@ def _sigterm_as_interrupt():
     try: yield got
     finally: signal.signal(signal.SIGTERM, old)
 
+@contextmanager
+def _ahead(a, inp:str, out:str|None):
+    "One run with URLs: the store helper at work, and the kernel made ready meanwhile; yields a started `-k` kernel and its folder, or None, None"
+    paths = (inp, out, *a.parameters_file, a.stdout_file, a.stderr_file, a.summary)
+    if a.help_notebook or all(p is None or p == '-' or local_path(p) is not None for p in paths): yield None, None; return
+    h, k, cwd = start_store_helper(), None, None
+    try:
+        for f in a.parameters_file: h.read_ahead(f, 'parameters file')
+        if inp != '-': h.read_ahead(inp)
+        if out not in (None, '-'): h.check_ahead(out)
+        if not a.prepare_only and a.engine in (None, 'headlesnb', 'nbclient'):
+            if _warm_kernels(a):
+                from headlesnb.run_batch import start_kernel, _job_cwd
+                try: k, cwd = start_kernel(a.kernel, _job_cwd(a, inp), a.start_timeout)
+                except HeadlesnbError: pass  # (the run makes its kernel as without this, and says why it cannot)
+            elif a.kernel in (None, 'inprocess') and not a.jupyter_url: import headlesnb.inprocess  # what the run's kernel is made of
+        yield k, cwd
+    finally:
+        if k is not None:
+            k.close()
+            if Path(cwd).name.startswith('headlesnb-cwd-'): shutil.rmtree(cwd, ignore_errors=True)
+        stop_store_helper()
+
 def run_main(argv=None) -> int:
     "`headlesnb run`: parse `argv`, run, and return the exit status"
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -1223,35 +1247,38 @@ def run_main(argv=None) -> int:
     for dest, vals in params.items(): getattr(a, dest).extend(vals)
     level = a.log_level or ('INFO' if a.log_output else 'WARNING')
     code, rep, msg, term, inp, out = 2, None, '', [], None, None
-    try:
-        with _cli_logging(level), _sigterm_as_interrupt() as term:
-            inputs, out = _targets(a)
-            if a.summary == '-' and out == '-': raise BadArgumentError("standard output already carries the notebook (output -): give --summary a file")
-            if a.cluster and len(inputs) == 1 and a.output_dir is None: raise BadArgumentError("--cluster runs several notebooks: give --output-dir DIR")
-            if len(inputs) > 1 or a.output_dir is not None: return run_many(a, inputs)
-            inp = inputs[0]
-            if out == '-':
-                with _stdout_reserved(): code, rep = _run_one(a, inputs[0], out)
-            else: code, rep = _run_one(a, inputs[0], out)
-    except HeadlesnbError as e:
-        msg = str(e)
-        print(f'headlesnb: {e}', file=sys.stderr)
-        code = 2
-    except KeyboardInterrupt:
-        print('headlesnb: interrupted', file=sys.stderr)
-        code = 130
-    except OSError as e:  # writing the output failed
-        msg = f"{e.filename or 'output'}: {e.strerror or e}"
-        print(f"headlesnb: {msg}", file=sys.stderr)
-        code = 1
-    if code == 130 and term: code = 143  # the run said "interrupted"; it was a SIGTERM
-    summary = run_summary(rep, inp, out, _STATUS_OF.get(code, 'error'), msg) if a.summary or a.status_file else None
-    if summary: summary['exit_code'] = code
-    _write_status(a.status_file, code, rep, msg, summary)
-    if a.summary:
-        try: _write_summaries(a.summary, [summary])
-        except HeadlesnbError as e: print(f'headlesnb: --summary {e}', file=sys.stderr); code = code or 2
-    return code
+    with ExitStack() as ahead:  # (the store helper also writes the summary)
+        try:
+            with _cli_logging(level), _sigterm_as_interrupt() as term:
+                inputs, out = _targets(a)
+                if a.summary == '-' and out == '-': raise BadArgumentError("standard output already carries the notebook (output -): give --summary a file")
+                if a.cluster and len(inputs) == 1 and a.output_dir is None: raise BadArgumentError("--cluster runs several notebooks: give --output-dir DIR")
+                if len(inputs) > 1 or a.output_dir is not None: return run_many(a, inputs)
+                inp = inputs[0]
+                k, kcwd = ahead.enter_context(_ahead(a, inp, out))
+                if out == '-':
+                    with _stdout_reserved(): code, rep = _run_one(a, inp, out, kernel=k, cwd=kcwd)
+                else: code, rep = _run_one(a, inp, out, kernel=k, cwd=kcwd)
+        except HeadlesnbError as e:
+            msg = str(e)
+            print(f'headlesnb: {e}', file=sys.stderr)
+            code = 2
+        except KeyboardInterrupt:
+            print('headlesnb: interrupted', file=sys.stderr)
+            code = 130
+        except OSError as e:  # writing the output failed
+            msg = f"{e.filename or 'output'}: {e.strerror or e}"
+            print(f"headlesnb: {msg}", file=sys.stderr)
+            code = 1
+        if code == 130 and term: code = 143  # the run said "interrupted"; it was a SIGTERM
+        summary = run_summary(rep, inp, out, _STATUS_OF.get(code, 'error'), msg) if a.summary or a.status_file else None
+        if summary: summary['exit_code'] = code
+        _write_status(a.status_file, code, rep, msg, summary)
+        if a.summary:
+            try: _write_summaries(a.summary, [summary])
+            except HeadlesnbError as e: print(f'headlesnb: --summary {e}', file=sys.stderr); code = code or 2
+        return code
+
 
 # %% ../nbs/22_run.ipynb #d1ef52b6
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell

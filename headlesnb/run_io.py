@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['CLOUD_EXTRA', 'is_url', 'local_path', 'redact', 'scrub', 'url_fs', 'read_bytes', 'check_writable', 'writer', 'join',
-           'basename', 'make_folder', 'text_sink']
+           'basename', 'make_folder', 'text_sink', 'StoreHelper', 'start_store_helper', 'stop_store_helper']
 
 # %% ../nbs/22a_run_io.ipynb #e5c57f36
-import io, os, re, tempfile
+import io, os, re, signal, subprocess, sys, tempfile, threading
+import headlesnb
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,6 +46,13 @@ def scrub(text:str) -> str:
     return text
 
 # %% ../nbs/22a_run_io.ipynb #73f682f7
+_helper = None  # the StoreHelper this process's URL operations go through, if one was started (below)
+
+def _on_store(op, url:str, *args):
+    "`op(url, *args)`: through the store helper when one runs, else here"
+    h = _helper
+    return h.call(op, url, *args) if h is not None else op(url, *args)
+
 def url_fs(url:str):
     "The fsspec file system serving `url` and the path in it; a clear error (exit 2) when no installed package serves it"
     proto = _URL.match(url).group(1).lower()
@@ -75,11 +83,14 @@ def read_bytes(path, what:str='notebook') -> bytes:
         try: return p.read_bytes()
         except FileNotFoundError: raise NotFoundError(f"{path}: no such {what}") from None
         except OSError as e: raise BadArgumentError(f"{path}: cannot be read ({e.strerror})") from None
-    fs, p = url_fs(path)
+    return _on_store(_read, path, what)
+
+def _read(url:str, what:str) -> bytes:
+    fs, p = url_fs(url)
     try: return fs.cat_file(p)
-    except FileNotFoundError: raise NotFoundError(f"{redact(path)}: no such {what}") from None
-    except IsADirectoryError: raise BadArgumentError(f"{redact(path)}: is a folder, not a {what}") from None
-    except Exception as e: raise _refused(path, e, f'reading the {what}') from None
+    except FileNotFoundError: raise NotFoundError(f"{redact(url)}: no such {what}") from None
+    except IsADirectoryError: raise BadArgumentError(f"{redact(url)}: is a folder, not a {what}") from None
+    except Exception as e: raise _refused(url, e, f'reading the {what}') from None
 
 # %% ../nbs/22a_run_io.ipynb #b672b143
 def check_writable(path, what:str='output'):
@@ -89,11 +100,19 @@ def check_writable(path, what:str='output'):
         return
     if _URL.match(path).group(1).lower() in ('http', 'https'):
         raise BadArgumentError(f"{redact(path)}: http(s):// URLs are read-only here: write the {what} to a file or an object store")
-    fs, p = url_fs(path)
+    _on_store(_check, path, what)
+
+def _check(url:str, what:str):
+    fs, p = url_fs(url)
     try: info = fs.info(p)
     except FileNotFoundError: return
-    except Exception as e: raise _refused(path, e, f'access to the {what}') from None
-    if info.get('type') == 'directory': raise BadArgumentError(f"{redact(path)}: is a folder, not a notebook file")
+    except Exception as e: raise _refused(url, e, f'access to the {what}') from None
+    if info.get('type') == 'directory': raise BadArgumentError(f"{redact(url)}: is a folder, not a notebook file")
+
+def _put(url:str, data:bytes, doing:str):
+    fs, p = url_fs(url)
+    try: fs.pipe_file(p, data)
+    except Exception as e: raise _refused(url, e, doing) from None
 
 def writer(path):
     "A `save(text)` that writes the whole of `text` to `path`: atomically for a local file, as one object on a store"
@@ -103,11 +122,7 @@ def writer(path):
             p.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(p, (text + '\n').encode('utf-8'))
         return save
-    fs, p = url_fs(path)
-    def save(text:str):
-        try: fs.pipe_file(p, (text + '\n').encode('utf-8'))
-        except Exception as e: raise _refused(path, e, 'writing the notebook') from None
-    return save
+    return lambda text: _on_store(_put, path, (text + '\n').encode('utf-8'), 'writing the notebook')
 
 def join(folder:str, name:str) -> str:
     "`name` in `folder`, a local folder or a URL"
@@ -120,9 +135,12 @@ def basename(path:str) -> str:
 def make_folder(folder:str):
     "Make `folder` (local, or on a store that has folders) if it is not there"
     if (p := local_path(folder)) is not None: Path(p).expanduser().mkdir(parents=True, exist_ok=True); return
-    fs, p = url_fs(folder)
+    _on_store(_mkdir, folder)
+
+def _mkdir(url:str):
+    fs, p = url_fs(url)
     try: fs.makedirs(p, exist_ok=True)
-    except Exception as e: raise _refused(folder, e, 'making the output folder') from None
+    except Exception as e: raise _refused(url, e, 'making the output folder') from None
 
 @contextmanager
 def text_sink(path):
@@ -130,9 +148,86 @@ def text_sink(path):
     if (p := local_path(path)) is not None:
         with open(Path(p).expanduser(), 'w', encoding='utf-8') as f: yield f
         return
-    fs, p = url_fs(path)
     buf = io.StringIO()
     try: yield buf
-    finally:
-        try: fs.pipe_file(p, buf.getvalue().encode('utf-8'))
-        except Exception as e: raise _refused(path, e, 'writing the stream file') from None
+    finally: _on_store(_put, path, buf.getvalue().encode('utf-8'), 'writing the stream file')
+
+# %% ../nbs/22a_run_io.ipynb #a95b68dd
+_OPS = ('_read', '_check', '_put', '_mkdir')  # what a helper does, by name (the helper runs this module's own)
+
+_SERVE = 'import sys; sys.path.insert(0, sys.argv[1]); from headlesnb.run_io import _serve; _serve()'
+
+class StoreHelper:
+    "A child process doing this process's URL reads and writes in order (see above); `ask` starts one early, `call` waits for it"
+    def __init__(self):
+        from multiprocessing.connection import Connection
+        self.p = subprocess.Popen([sys.executable, '-c', _SERVE, str(Path(headlesnb.__file__).parents[1])], stdin=subprocess.PIPE,  # (this very package)
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.tx, self.rx = Connection(os.dup(self.p.stdin.fileno()), readable=False), Connection(os.dup(self.p.stdout.fileno()), writable=False)
+        self.p.stdin.close(); self.p.stdout.close()  # (the connections hold the pipes)
+        self.mu, self.sent, self.done, self.got, self.asked, self.alive = threading.Lock(), 0, 0, {}, {}, True
+
+    def ask(self, op, url:str, *args):
+        "Send `op(url, *args)` now; its answer is kept for the `call` that asks the same"
+        with self.mu:
+            if (key := (op.__name__, url, args)) not in self.asked: self.asked[key] = self._send(key)
+
+    def read_ahead(self, path, what:str='notebook'):
+        "Have `read_bytes(path, what)` under way, if `path` is a URL (a path to fill in with parameters is read when asked)"
+        if local_path(path) is None and '{' not in path: self.ask(_read, path, what)
+
+    def check_ahead(self, path, what:str='output'):
+        "Have `check_writable(path, what)` under way, if `path` is a URL of a store"
+        if local_path(path) is None and '{' not in path and _URL.match(path).group(1).lower() not in ('http', 'https'): self.ask(_check, path, what)
+
+    def _send(self, key) -> int:
+        "The number of the request sent, -1 if the helper is gone"
+        if self.alive:
+            try: self.tx.send(key); self.sent += 1; return self.sent
+            except OSError: self.alive = False
+        return -1
+
+    def call(self, op, url:str, *args):
+        "What `op(url, *args)` returns, or its error raised here"
+        with self.mu:
+            key = (op.__name__, url, args)
+            n = self.asked.pop(key, None) or self._send(key)
+            while self.done < n:
+                try: self.got[self.done + 1] = self.rx.recv()
+                except (EOFError, OSError): self.alive = False; break
+                self.done += 1
+            ok, value = self.got.pop(n, (None, None))
+        if ok is None: return op(url, *args)  # the helper is gone: done here, as without it
+        if not ok: raise value
+        return value
+
+    def close(self):
+        "End the helper (everything it was asked is answered by then)"
+        self.tx.close(); self.rx.close()
+        try: self.p.wait(5)
+        except subprocess.TimeoutExpired: self.p.kill(); self.p.wait()
+
+def start_store_helper() -> StoreHelper:
+    "Route this process's URL operations through a new `StoreHelper` (until `stop_store_helper`)"
+    global _helper
+    _helper = StoreHelper()
+    return _helper
+
+def stop_store_helper():
+    global _helper
+    h, _helper = _helper, None
+    if h is not None: h.close()
+
+def _serve():
+    "The helper's side: answer requests from standard input in order, until it closes"
+    from multiprocessing.connection import Connection
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the run's to handle: the outputs so far still go through here
+    rx, tx = Connection(os.dup(0), writable=False), Connection(os.dup(1), readable=False)
+    null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 0); os.dup2(null, 1)
+    while True:
+        try: op, url, args = rx.recv()
+        except EOFError: break
+        try: answer = (True, globals()[op](url, *args) if op in _OPS else None)
+        except Exception as e: answer = (False, e if isinstance(e, (BadArgumentError, NotFoundError)) else BadArgumentError(scrub(f'{url}: {type(e).__name__}: {e}')))
+        tx.send(answer)
+    os._exit(0)  # everything asked is answered: no need to wait for the store's clients to wind down
