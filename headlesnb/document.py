@@ -508,3 +508,10 @@ class _FolderSync:
             finally:
                 with self._cv: r.done, self._running = True, None; self._cv.notify_all()
         elif r.error is not None: raise OSError(f"fsync of the folder failed: {r.error!r}") from r.error
+
+def _folders_after_fork():
+    "In a forked child only the forking thread goes on: rounds that other threads ran or waited for will never end there"
+    _FolderSync._mu = threading.Lock()
+    for f in list(_FolderSync._all.values()): f.__init__()
+
+if hasattr(os, 'register_at_fork'): os.register_at_fork(after_in_child=_folders_after_fork)
