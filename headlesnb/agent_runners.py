@@ -6,18 +6,19 @@
 __all__ = ['BUILTIN_AGENTS', 'LAUNCH_SH', 'RESULT_LINES', 'EDIT_OPS', 'ROUND_RESULT_LIMIT', 'proc_start', 'pid_spec',
            'spec_alive', 'process_tree', 'kill_tree', 'tmux_available', 'tmux', 'tmux_sessions', 'tmux_pane_pids',
            'AgentSpec', 'agents_config_paths', 'load_agents', 'load_notify', 'load_routing', 'Runners', 'agent_env',
-           'fill_argv', 'output_tail', 'AgentAborted', 'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner',
-           'saved_rounds', 'rounds_messages', 'git']
+           'fill_argv', 'output_tail', 'agent_event', 'agent_summary', 'osc_notification', 'announce', 'AgentAborted',
+           'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner', 'saved_rounds', 'rounds_messages', 'git']
 
 # %% ../nbs/16_agent_runners.ipynb #34c6da4b
-import json, os, re, shlex, shutil, signal, socket, subprocess, sys, tempfile, threading, time, tomllib, weakref
+import hashlib, json, os, re, shlex, shutil, signal, socket, subprocess, sys, tempfile, threading, time, tomllib, weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
 from fastcore.ansi import strip_ansi
 from .errors import *
-from .agent_store import check_id, tmux_name, contract, ancestors, LIVE, FINISHED, ERROR, TASK_TYPES, read_text, write_text
+from .agent_store import (SessionStore, check_id, tmux_name, contract, ancestors, failed, LIVE, FINISHED, ERROR, NEEDS_INPUT,
+                                   TASK_TYPES, read_text, write_text)
 
 # %% ../nbs/16_agent_runners.ipynb #55a4e620
 def proc_start(pid:int) -> str:
@@ -345,6 +346,83 @@ def _finalize(self:Runners, s:dict) -> bool:
     else: res = f"error: {s['agent']} exited with status {status}" + (f":\n{out}" if out else '')
     return self.store.transition(id, 'done', activity='', result=res)
 
+# %% ../nbs/16_agent_runners.ipynb #7c129ae5
+def agent_event(s:dict) -> str|None:
+    "What people are told about session `s`: done, failed, interrupted, needs_input, or None (nothing to tell)"
+    if s['status'] == 'done': return 'failed' if failed(s) else 'done'
+    if s['status'] == 'interrupted': return 'interrupted'
+    if s['status'] in LIVE and s['activity'] == NEEDS_INPUT: return 'needs_input'
+    return None
+
+def agent_summary(s:dict, width:int=160) -> str:
+    "One line about session `s`'s event: its result's first line, or the screen's last line that asks something"
+    text = s['screen'] if agent_event(s) == 'needs_input' else s['result']
+    lines = [l.strip() for l in (text or '').split('\n') if l.strip()]
+    line = (lines[-1] if agent_event(s) == 'needs_input' else lines[0]) if lines else (s['task'] or '')
+    line = re.sub(r'[\x00-\x1f\x7f]', ' ', line)
+    return line if len(line) <= width else line[:width - 1] + '…'
+
+def _claim(st:SessionStore, s:dict, key:str) -> bool:
+    "Is this process the first to announce `key` for session `s` (then it is recorded)?"
+    with st.lock(s['id']):
+        if read_text(st.path(s['id']) / 'notified').strip() == key: return False
+        write_text(st.path(s['id']) / 'notified', key)
+    return True
+
+def osc_notification(text:str, in_tmux:bool) -> bytes:
+    "OSC 9 and OSC 777 desktop notifications of `text` (wrapped in tmux's passthrough when `in_tmux`)"
+    text = re.sub(r'[\x00-\x1f\x7f;]', ' ', text)[:200]
+    seqs = [f'\x1b]9;{text}\x07', f'\x1b]777;notify;headlesnb;{text}\x07']
+    if in_tmux: seqs = ['\x1bPtmux;' + q.replace('\x1b', '\x1b\x1b') + '\x1b\\' for q in seqs]
+    return ''.join(seqs).encode()
+
+def _log(st:SessionStore, id:str, line:str):
+    p = st.path(id) / 'notify.log'
+    with open(p, 'a', encoding='utf-8') as f: f.write(f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} {line}\n")
+
+# %% ../nbs/16_agent_runners.ipynb #f1d2b2f6
+def announce(root, s:dict|None, notify:list|None=None) -> str|None:
+    "Tell people about agent `s`'s event (see above) if nobody has yet; the event told, else None"
+    st = SessionStore(root)
+    ev = s and agent_event(s)
+    if not ev: return None
+    key = ev
+    if ev == 'needs_input':  # (each question once: by its screen, or when a hook asked, by when it did)
+        try: key += ' ' + (hashlib.sha1(s['screen'].encode()).hexdigest()[:12] if s['screen'] else str(os.stat(st.path(s['id']) / 'activity').st_mtime_ns))
+        except OSError: pass
+    if not _claim(st, s, key): return None
+    msg = f"headlesnb: agent {s['id']} {ev.replace('_', ' ')}: {agent_summary(s)}"
+    try: to = json.loads(read_text(st.path(s['id']) / 'notify_to') or '{}')
+    except ValueError: to = {}
+    if to.get('tmux') and to.get('pane'):
+        srv = ['-S', to['tmux']]
+        tmux(*srv, 'display-message', '-t', to['pane'], '-d', '8000', msg)
+        tty = tmux(*srv, 'display-message', '-p', '-t', to['pane'], '#{pane_tty}').stdout.strip()
+        _write_tty(tty, osc_notification(msg, True))
+    elif to.get('tty'): _write_tty(to['tty'], osc_notification(msg, False))
+    if notify is None:
+        try: notify = load_notify(root)
+        except HeadlesnbError as e: _log(st, s['id'], f"notify not run: {e}"); notify = None
+    if notify: _run_notify(st, s, ev, notify)
+    return ev
+
+def _write_tty(path:str, data:bytes):
+    if not path.startswith('/dev/'): return  # (only a terminal device)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try: os.write(fd, data)
+        finally: os.close(fd)
+    except OSError: pass  # the terminal is gone
+
+def _run_notify(st:SessionStore, s:dict, ev:str, notify:list):
+    argv = [*notify, s['id'], ev, agent_summary(s)]
+    env = os.environ | dict(HEADLESNB_AGENT_ID=s['id'], HEADLESNB_AGENT_STATE=ev, HEADLESNB_ROOT=str(st.root))
+    try: r = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=st.root, env=env, stdin=subprocess.DEVNULL)
+    except FileNotFoundError: return _log(st, s['id'], f"notify {ev}: cannot run {notify[0]!r}: not found (set notify in agents.toml to a program on PATH)")
+    except (OSError, subprocess.TimeoutExpired) as e: return _log(st, s['id'], f"notify {ev}: {notify[0]!r} failed: {e}")
+    out = ' '.join((r.stdout + r.stderr).split())[-300:]
+    _log(st, s['id'], f"notify {ev}: exit {r.returncode}" + (f": {out}" if out else ''))
+
 # %% ../nbs/16_agent_runners.ipynb #6aa545e7
 _LOCAL = {}  # (root, id) -> the DialogRunner running that agent in this process
 
@@ -377,7 +455,6 @@ def _check_alive(self:Runners, sessions) -> bool:
             changed |= self.store.transition(id, 'interrupted', activity='', result=f"interrupted: {why} (headlesnb resume {id} continues it)")
         else: changed |= self.store.transition(id, 'aborted', activity='', result=s['result'] or f'aborted: {why}')
     if changed:
-        from headlesnb.agent_minder import announce
         for s in sessions:
             if s is not None: announce(self.root, self.store.load(s['id']))  # (once per event, whoever sees it first)
     return changed
@@ -809,7 +886,6 @@ def run(self:DialogRunner):
         try: self.mgr.dialogs.unuse_dialog(self.name)
         except Exception: pass
         try:
-            from headlesnb.agent_minder import announce
             announce(self.mgr.root, st.load(id))
         except Exception: pass  # (telling people never fails an agent)
         try: st.write(id, 'pid', '')  # its last step: nothing runs it any more (an abort from another process waits for this)

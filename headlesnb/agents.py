@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .errors import *
 from .base import BaseManager, resolve_in_root
 from .agent_store import *
-from .agent_runners import Runners, DialogRunner
+from .agent_runners import Runners, DialogRunner, agent_summary
 
 # %% ../nbs/15_agents.ipynb #763329c9
 class AgentManager(BaseManager, Runners):
@@ -240,7 +240,6 @@ def abort(self:AgentManager, id) -> dict:
 @patch
 def subscribe(self:AgentManager, listener, every:float=0.25):
     "Call `listener(id, state, summary)` from a thread whenever an agent's shown state changes (state: pending, running, needs_input, done, failed, aborted, interrupted); returns a function that stops it"
-    from headlesnb.agent_minder import agent_summary
     stop = threading.Event()
     def shown(s): return 'needs_input' if s['status'] in LIVE and s['activity'] == NEEDS_INPUT else shown_status(s)
     def watch():
