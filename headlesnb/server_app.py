@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket, WebSocketState
 from fasthtml.common import FastHTML
 from .errors import *
 from .utils import strip_ansi
+from .paths import check_name
 from aidialog.ipynb import conv_old_prompts
 from .document import check_nb
 from .dialog import cell2msg
@@ -602,7 +603,9 @@ def dialog_rows(self:DhServer) -> list:
         hit = cache.get(name)
         s = hit[1] if hit and hit[0] == key else self.summary(name)
         kept[name] = (key, s)
-        rows.append(dict(name=name, mtime=st.st_mtime, **s, **states.get(name, dict(running=[], queued=0))))
+        try: check_name(name, 'dialog name'); refused = None
+        except BadArgumentError as e: refused = str(e)  # a file named so the server cannot open it ('Copy (1).ipynb')
+        rows.append(dict(name=name, mtime=st.st_mtime, refused=refused, **s, **states.get(name, dict(running=[], queued=0))))
     self.summaries = kept  # (only the dialogs still there: the cache never outgrows the folder)
     return sorted(rows, key=lambda r: (-r['mtime'], r['name']))
 
@@ -636,7 +639,9 @@ def render_row(r:dict, now:float) -> str:
         count = f'{n} message{"" if n == 1 else "s"}'
         last = (f'<div class="last"><span class="mtype">{_esc(r["last_type"])}</span>{_esc(r["preview"]) or "(empty)"}</div>' if n
                 else '<div class="last">no messages yet</div>')
-    return (f'<li class="dlg{" busy" if state else ""}" data-name="{_attr(r["name"])}"><a class="name" href="{_link(r["name"])}">{name}</a>'
+    if r['refused']: last += f'<div class="last error">cannot be opened here: {_esc(r["refused"])}</div>'
+    link = f'<span class="name">{name}</span>' if r['refused'] else f'<a class="name" href="{_link(r["name"])}">{name}</a>'
+    return (f'<li class="dlg{" busy" if state else ""}" data-name="{_attr(r["name"])}">{link}'
             f'<span class="state">{" · ".join(state)}</span><span class="count">{count}</span>'
             f'<time datetime="{iso}" title="{_attr(exact)}">{ago(now - r["mtime"])}</time>{last}</li>')
 
