@@ -18,7 +18,7 @@ from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .base import BaseManager, check_wait
+from .base import BaseManager, check_wait, _began
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
 
 # %% ../nbs/13_dialog.ipynb #4ccf4cdf
@@ -487,7 +487,9 @@ def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=Non
     with self.edit(dialog_name) as it:
         mid = self._current(it, msg_id)
         prompt = cell2msg(it.doc.cell(mid)).msg_type == 'prompt'
-    if prompt: return self._as_run(it.name, 'prompt', lambda: self.execute_prompt(mid, dialog_name=it.name, **prompt_kw), (), wait, mid)
+    if prompt:
+        def answer(): _began(None, mid); return self.execute_prompt(mid, dialog_name=it.name, **prompt_kw)  # running from its start
+        return self._as_run(it.name, 'prompt', answer, (), wait, mid)
     return self._as_run(it.name, 'cell', self._run_cell, (it.name, mid, timeout), wait, mid)
 
 @patch

@@ -204,6 +204,7 @@ class DhServer:
         self.browsers = {}        # dialog name -> {asyncio.Queue of (event, data)}
         self.data, self.waiters = {}, {}  # data_id -> (time, dict); data_id -> Future
         self.channels = {}        # relay channel -> {WebSocket}
+        self.summaries = {}       # dialog name -> (its file's stat key, the index's summary of it)
         self.closing = False
 
 # %% ../nbs/26_server.ipynb #347ab32e

@@ -581,8 +581,7 @@ def run_states(self:DhServer) -> dict:
         try: st = self.dm.item(d['name']).state
         except NotFoundError: continue  # closed meanwhile
         rs = runs.get(d['name'], [])
-        # a prompt's run is answered at once, never waiting for the kernel: not yet `running` is still running
-        going = [r for r in rs if r['status'] == 'running' or r['kind'] == 'prompt']
+        going = [r for r in rs if r['status'] == 'running']
         running = [(RUN_KINDS.get(r['kind'], r['kind']), r['cell_id']) for r in going]
         ids = {r['cell_id'] for r in going}
         if st.get('running') and st['running'] not in ids: running.append(('message', st['running'])); ids.add(st['running'])
@@ -595,7 +594,7 @@ def run_states(self:DhServer) -> dict:
 def dialog_rows(self:DhServer) -> list:
     "The index's rows, newest first: each dialog's name, file time, summary and what runs or waits in it"
     names = [i for i in self.dm.dialog_files('', 5) if not i.endswith('/')]
-    states, cache, kept, rows = self.run_states(), getattr(self, 'summaries', {}), {}, []
+    states, cache, kept, rows = self.run_states(), self.summaries, {}, []
     for name in names:
         try: st = os.stat(self.dm.root / f'{name}.ipynb')  # (the walk kept only files under the root; a read checks again)
         except OSError: continue  # gone since the listing
