@@ -1,7 +1,10 @@
 """A 10-cell notebook read from and written to `s3://` (moto's S3 server, started here on 127.0.0.1) against the same run on
 local files (target: at most 1.5x), in-process and on `-k python3`.
 
-Whole `headlesnb run` processes, alternately, 5 times each (HEADLESNB_BENCH_ROUNDS); medians printed with the load average."""
+Whole `headlesnb run` processes, alternately, 5 times each (HEADLESNB_BENCH_ROUNDS); medians printed with the load average.
+With HEADLESNB_BENCH_PYCACHE=1 the processes use compiled bytecode (a cache in a temporary folder, filled by a first run), as
+after `pip install`; without it they run as this environment does (with PYTHONDONTWRITEBYTECODE=1 every import compiles).
+This process's headlesnb is the one the runs use (PYTHONPATH)."""
 import os, signal, socket, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
@@ -18,11 +21,15 @@ if __name__ == '__main__':
             try: socket.create_connection(('127.0.0.1', port), 0.2).close(); break
             except OSError: time.sleep(0.1)
         env = {**os.environ, 'AWS_ACCESS_KEY_ID': 'bench', 'AWS_SECRET_ACCESS_KEY': 'bench-secret', 'AWS_ENDPOINT_URL': f'http://127.0.0.1:{port}',
-               'AWS_DEFAULT_REGION': 'us-east-1'}
+               'AWS_DEFAULT_REGION': 'us-east-1', 'PYTHONPATH': str(Path(__import__('headlesnb').__file__).parents[1])}
+        if os.environ.get('HEADLESNB_BENCH_PYCACHE'):
+            env.pop('PYTHONDONTWRITEBYTECODE', None); env['PYTHONPYCACHEPREFIX'] = str(d / 'pycache')
         import s3fs
         fs = s3fs.S3FileSystem(key='bench', secret='bench-secret', endpoint_url=f'http://127.0.0.1:{port}')
         fs.mkdir('bench'); fs.put(str(d / 'in.ipynb'), 'bench/in.ipynb')
         hb = [sys.executable, '-m', 'headlesnb.cli', 'run']
+        for kernel in ('inprocess', 'python3'): timed([*hb, 's3://bench/in.ipynb', 's3://bench/out.ipynb', '-k', kernel], env=env)  # (warm-up)
+        print(f"bytecode: {'compiled, cached' if 'PYTHONPYCACHEPREFIX' in env else 'as this environment has it'}")
         print(f'load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the machine may be shared)')
         for kernel in ('inprocess', 'python3'):
             local = [*hb, str(d / 'in.ipynb'), str(d / 'out.ipynb'), '-k', kernel]

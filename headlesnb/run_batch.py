@@ -8,6 +8,8 @@ __all__ = ['start_kernel', 'KernelPool', 'run_job', 'run_threads', 'run_child', 
 
 # %% ../nbs/22b_run_batch.ipynb #b07b5867
 import io, json, logging, os, shutil, subprocess, sys, tempfile, threading, time, uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,8 +17,119 @@ from types import SimpleNamespace
 
 from .errors import BadArgumentError, HeadlesnbError, KernelError
 from .base import make_kernel
-from .run_io import local_path, make_folder, redact, scrub
-from .run import log, _Job, _child_argv, _finish_job, _run_one, _STATUS_OF, _warm_kernels, run_summary
+from .run_io import local_path, make_folder, redact, scrub, text_sink
+from .run_exec import log, RunReport, _execute, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
+
+# %% ../nbs/22b_run_batch.ipynb #300de3a4
+def _stderr(text:str): print(text, file=sys.stderr)
+
+def _show_failure(f:dict, what:str='failed', say=_stderr):
+    say(f"headlesnb: cell {f['cell_index'] + 1} (id {f['cell_id']}) {what}: {_what(f['ename'], f['evalue'])}")
+    tb = '\n'.join(f.get('traceback') or [])
+    if tb: say(tb if say is _stderr and sys.stderr.isatty() else _strip_ansi(tb))
+
+def _help_notebook(inp:str) -> int:
+    nb = load_notebook(inp)
+    print(f"Parameters inferred for notebook '{inp}':")
+    if first_tagged(nb, 'parameters') < 0: print("\n  No cell tagged 'parameters'"); return 1
+    params = infer_parameters(nb)
+    if not params: print("\n  Can't infer anything about this notebook's parameters. It may not have any parameter defined.")
+    for p in params:
+        t = 'Unknown type' if p['inferred_type_name'] == 'None' else p['inferred_type_name']
+        d = f"  {p['name']}: {t} (default {p['default']})"
+        print(f"{d}\n{' ' * 34}{p['help']}" if len(d) > 30 and p['help'] else d if len(d) > 30 else f"{d:<34}{p['help']}")
+    return 0
+
+@contextmanager
+def _stream_file(path, taken_by_output:bool):
+    "A --stdout-file/--stderr-file opened for writing (`-`: standard output; a URL: sent to its store when the run ends)"
+    if path is None: yield None; return
+    if path == '-':
+        if taken_by_output: raise BadArgumentError("standard output already carries the notebook (output -): give the stream file a name")
+        yield sys.stdout; return
+    with text_sink(path) as f: yield f
+
+def _run_one(a, inp:str, out:str|None, kernel=None, cwd=None, say=_stderr) -> tuple[int, RunReport|None]:
+    "Run one notebook for the command line (on `kernel` in `cwd` when a batch started one for it); the exit status and the report"
+    if a.engine not in (None, 'headlesnb', 'nbclient'): raise BadArgumentError(f"--engine {a.engine}: headlesnb has one engine (leave --engine out)")
+    paths = {}
+    if a.inject_input_path or a.inject_paths: paths['PAPERMILL_INPUT_PATH'] = inp
+    if a.inject_output_path or a.inject_paths: paths['PAPERMILL_OUTPUT_PATH'] = out if out is not None else ''
+    params = collect_parameters(a.parameters, a.parameters_raw, a.parameters_file, a.parameters_yaml, a.parameters_base64, paths)
+    if a.help_notebook: return _help_notebook(inp), None
+    progress = a.progress_bar if a.progress_bar is not None else (sys.stderr.isatty() and not a.log_output)
+    with _stream_file(a.stdout_file, out == '-') as so, _stream_file(a.stderr_file, out == '-') as se:
+        rep = _execute(inp, out, params, a.prepare_only, a.kernel, a.language, progress, a.log_output, so, se, a.start_timeout,
+                       a.report_mode, a.cwd if cwd is None else cwd, a.request_save_on_cell_execute, a.execution_timeout, None,
+                       a.autosave_cell_every, a.allow_errors, a.jupyter_url, a.jupyter_token, cells=a.cells, skip_tags=a.skip_tag,
+                       total_timeout=a.total_timeout, kernel=kernel)
+    if rep.status == 'interrupted': say('headlesnb: interrupted'); return 130, rep
+    if rep.status == 'dead': _show_failure(rep.failure, 'failed: the kernel died', say); return 138, rep
+    if rep.status == 'failed': _show_failure(rep.failure, say=say); return 1, rep
+    if rep.status == 'timeout':
+        f = rep.failure
+        say(f"headlesnb: stopped at cell {f['cell_index'] + 1} (id {f['cell_id']}): the run passed its --total-timeout of {a.total_timeout:g}s; "
+            f"the outputs so far are written")
+        return 124, rep
+    for f in rep.errors: say(f"headlesnb: cell {f['cell_index'] + 1} (id {f['cell_id']}) failed: {_what(f['ename'], f['evalue'])} (--allow-errors: ran on)")
+    if not a.status_file: say(f"headlesnb: {_summary(rep, out, a.prepare_only)}")  # (a child of --jobs: its parent says it)
+    return 0, rep
+
+def _summary(rep:RunReport, out:str|None, prepared:bool) -> str:
+    "One line on a successful run: cells run, time, where the notebook went"
+    where = 'standard output' if out == '-' else redact(out) if out else out
+    if prepared: return f"prepared {where or 'nothing (no output given)'}: no cell run"
+    return f"ran {rep.ran} of {rep.total} code cells in {rep.seconds:.1f}s" + (f", wrote {where}" if where else ', no output written (none given)')
+
+# %% ../nbs/22b_run_batch.ipynb #b6538f2b
+@dataclass
+class _Job:
+    inp: str
+    out: str|None
+    status: str = 'not run'
+    cells: str = ''
+    seconds: float = 0.0
+    message: str = ''
+    log: str = ''
+    summary: dict|None = None  # what --summary writes for it
+
+_STATUS_OF = {0: 'ok', 1: 'failed', 124: 'timeout', 130: 'interrupted', 138: 'dead', 143: 'interrupted'}
+
+def _warm_kernels(a) -> bool:
+    "Do the notebooks of a batch run on kernelspec kernels here (-k NAME), so that they can be started ahead?"
+    return a.kernel not in (None, 'inprocess') and not a.jupyter_url
+
+def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:
+    "The `headlesnb run` arguments of the child running `inp`: the parent's options, one notebook, no progress bar"
+    argv = [inp] + ([out] if out else []) + ['--status-file', status_file, '--no-progress-bar']
+    for flag, dest in (('-p', 'parameters'), ('-r', 'parameters_raw')):
+        for n, v in getattr(a, dest): argv += [flag, n, v]
+    for flag, dest in (('-f', 'parameters_file'), ('-y', 'parameters_yaml'), ('-b', 'parameters_base64')):
+        for v in getattr(a, dest): argv += [flag, v]
+    for flag in ('inplace', 'inject_input_path', 'inject_output_path', 'inject_paths', 'allow_errors'):
+        if getattr(a, flag): argv.append('--' + flag.replace('_', '-'))
+    for on, off, dest in (('--prepare-only', '--prepare-execute', 'prepare_only'), ('--report-mode', '--no-report-mode', 'report_mode'),
+                          ('--log-output', '--no-log-output', 'log_output'),
+                          ('--request-save-on-cell-execute', '--no-request-save-on-cell-execute', 'request_save_on_cell_execute')):
+        argv.append(on if getattr(a, dest) else off)
+    for flag, dest in (('--engine', 'engine'), ('-k', 'kernel'), ('-l', 'language'), ('--cwd', 'cwd'), ('--log-level', 'log_level'),
+                       ('--start-timeout', 'start_timeout'), ('--execution-timeout', 'execution_timeout'),
+                       ('--autosave-cell-every', 'autosave_cell_every'), ('--jupyter-url', 'jupyter_url'), ('--cells', 'cells'),
+                       ('--total-timeout', 'total_timeout')):
+        if (v := getattr(a, dest)) is not None: argv += [flag, str(v)]
+    for t in a.skip_tag: argv += ['--skip-tag', t]
+    return argv  # the token goes by the environment: a command line is visible to every user of the machine
+
+def _finish_job(j:_Job, rc:int, status_file:Path, log_file:Path, t0:float):
+    j.seconds = time.monotonic() - t0
+    try: st = json.loads(status_file.read_text())
+    except (OSError, ValueError): st = {}
+    j.status = st.get('status') or {0: 'ok', 1: 'failed', 124: 'timeout', 130: 'interrupted', 138: 'dead'}.get(rc, 'error')
+    j.summary = st.get('summary') or run_summary(None, j.inp, j.out, j.status, f'exit status {rc}')
+    if st.get('total') is not None: j.cells = f"{st.get('ran', 0)}/{st['total']}"
+    j.log = log_file.read_text(errors='replace') if log_file.exists() else ''
+    j.message = st.get('message') or next((l[len('headlesnb: '):] for l in j.log.splitlines() if l.startswith('headlesnb: ')), '')
+
 
 # %% ../nbs/22b_run_batch.ipynb #921d5617
 async def _opened(k):

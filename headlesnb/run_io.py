@@ -7,7 +7,7 @@ __all__ = ['CLOUD_EXTRA', 'is_url', 'local_path', 'redact', 'scrub', 'url_fs', '
            'basename', 'make_folder', 'text_sink', 'StoreHelper', 'start_store_helper', 'stop_store_helper']
 
 # %% ../nbs/22a_run_io.ipynb #e5c57f36
-import io, os, re, signal, subprocess, sys, tempfile, threading
+import io, os, re, signal, subprocess, sys, threading
 import headlesnb
 from contextlib import contextmanager
 from pathlib import Path
