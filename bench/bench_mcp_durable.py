@@ -1,9 +1,10 @@
 """100 `insert_cell` calls over MCP (streamable HTTP, official client) from 4 clients at once, each on its own notebook:
 `headlesnb mcp` answering only once each edit is on disk (the default) against `--no-durable` (answers before the write),
-both servers started by this script. Each server first gets one untimed round (its first calls pay imports and start-up
-work, which took 1-3 s on a busy machine, more than the 100 inserts); then timed rounds alternate between the servers,
-the one going first swapping each round, so that drift on a shared machine hits both alike. All four notebooks of a
-server are in one folder, so their writes can share that folder's fsync.
+both servers started by this script. Each server first gets one untimed round (the first round of a run pays the client's
+and the servers' warm-up: 5.5-6.9 s on a busy machine, whichever server it went to, against 0.6-2 s for the rounds after
+it); then timed rounds alternate between the servers, the one going first swapping each round, so that drift on a
+shared machine hits both alike. All four notebooks of a server are in one folder, so their writes can share that
+folder's fsync.
 
 Run: python bench/bench_mcp_durable.py [ROUNDS]      (default 9; target: durable at most 1.5x the time of --no-durable)
 """
