@@ -6,7 +6,7 @@
 __all__ = ['IMAGE_MAX_BYTES', 'CELL_COLS', 'META', 'McpOptions', 'markdown_table', 'html_summary', 'shrink_image', 'image_blocks',
            'collapse_cr', 'clean_traceback', 'output_text', 'output_blocks', 'format_outputs', 'block_items',
            'page_output', 'format_output_page', 'cell_header', 'format_cell', 'format_notebook', 'tsv', 'first_line',
-           'cells_table', 'one_line', 'error_text', 'error_result', 'exc_result', 'text_result', 'answer']
+           'brief_line', 'cells_table', 'one_line', 'error_text', 'error_result', 'exc_result', 'text_result', 'answer']
 
 # %% ../nbs/23_mcp_format.ipynb #313e03da
 import base64, io, json, re
@@ -369,13 +369,9 @@ def format_notebook(d:dict, opts:McpOptions) -> list:
     span = f"cells {s}-{s + len(cells) - 1}" if cells else 'no cells in range'
     head = f"notebook {d['name']!r} ({d['path']}): {n} cell{'s' * (n != 1)}; {span}"
     if s + len(cells) < n: head += f" (more: start_index={s + len(cells)})"
-    if cells and 'preview' in cells[0]:
-        lines = [head]
-        for c in cells:
-            extra = f" · {c['lines']} line{'s' * (c['lines'] != 1)}"
-            if c.get('n_outputs'): extra += f" · {c['n_outputs']} output{'s' * (c['n_outputs'] != 1)}"
-            lines.append(f"{cell_header(c)}{extra}: {c['preview']}")
-        return [TextContent(type='text', text=cap_text('\n'.join(lines), opts.text_limit))]
+    if not cells or 'preview' in cells[0]:  # brief: JMS's table (its words when there is none), our line after
+        table = cells_table([dict(c, source=None) for c in cells]) if cells else 'Notebook is empty' if not n else 'No cells in the specified range'
+        return [TextContent(type='text', text=cap_text(f"\n{table}\n\n{head}", opts.text_limit))]
     parts, share = [head], max(1_000, opts.text_limit // 2 // max(1, sum(bool(c.get('outputs')) for c in cells)))  # outputs share half the answer
     for c in cells: parts += [b.text for b in format_cell(c, opts, images=False, notebook=d['name'], budget=share)]
     return [TextContent(type='text', text=cap_text('\n\n'.join(parts), opts.text_limit))]
@@ -394,10 +390,16 @@ def first_line(src:str) -> str:
 
 CELL_COLS = ['Index', 'Type', 'Count', 'First Line', 'Id', 'Hash']
 
+def brief_line(c:dict) -> str:
+    "A cell's first line as JMS's table shows it, from a brief read's `preview` and `lines` (or from its `source`)"
+    if c.get('source') is not None: return first_line(c['source'])
+    more = c['lines'] - 1
+    return c['preview'] if more <= 0 else c['preview'].removesuffix(' …') + f"...({more} lines hidden)"
+
 def cells_table(cells:list) -> str:
-    "Cells (dicts with index, cell_type, source, id, hash) as jupyter-mcp-server's TSV table, with Id and Hash after its columns (the header even with no cells)"
+    "Cells (dicts with index, cell_type, source or a brief read's preview, id, hash) as jupyter-mcp-server's TSV table, with Id and Hash after its columns (the header even with no cells)"
     rows = [{'Index': c['index'], 'Type': c['cell_type'], 'Count': c.get('execution_count') or 'N/A',
-             'First Line': first_line(c['source']), 'Id': c['id'], 'Hash': c['hash']} for c in cells]
+             'First Line': brief_line(c), 'Id': c['id'], 'Hash': c['hash']} for c in cells]
     return tsv(rows, CELL_COLS)
 
 def _src_preview(s, n=60):

@@ -97,7 +97,7 @@ def test_tools_and_schemas(tmp_path):
             assert set(tools['read_notebook'].input_schema['properties']) >= {'notebook_name', 'response_format', 'start_index', 'limit'}
             assert set(tools['list_files'].input_schema['properties']) == {'path', 'max_depth', 'start_index', 'limit', 'pattern'}
             # a cell may be named by index or id
-            assert set(tools['read_cell'].input_schema['properties']['cell_index']['type']) == {'integer', 'string'}  # optional: no null listed
+            assert set(tools['read_cell'].input_schema['properties']['cell_index']['type']) == {'integer', 'string', 'null'}  # null: as JMS's
             assert set(tools['read_cell'].input_schema['properties']) == {'cell_index', 'cell_id', 'include_outputs', 'notebook_name'}
             for name, t in tools.items():  # every tool but the root-level ones names its notebook or dialog
                 if name not in ('ping', 'list_files', 'list_kernels', 'list_notebooks', 'list_dialogs', 'dialog_files', 'connect_to_jupyter',
@@ -126,19 +126,19 @@ def test_edit_read_round_trip(tmp_path):
             await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='a = 1\nb = 2', notebook_name='nb')
             await ok(s, 'insert_cell', cell_index=0, cell_type='raw', cell_source='raw text')
             brief = await ok(s, 'read_notebook', notebook_name='nb')
-            lines = brief.splitlines()[1:]
-            assert brief.splitlines()[0] == 'Notebook nb has 3 cells.' and lines[0] == "notebook 'nb' (nb.ipynb): 3 cells; cells 0-2"
-            assert lines[1].startswith('[0] raw · id ') and lines[2].startswith(f'[1] markdown · id {md_id} · hash ')
-            assert lines[3].startswith('[2] code · id ') and '2 lines' in lines[3]
+            lines = brief.splitlines()  # as JMS: its count, a blank line, its table (our Id and Hash after), then our line
+            assert lines[:3] == ['Notebook nb has 3 cells.', '', 'Index\tType\tCount\tFirst Line\tId\tHash'] and lines[-1] == "notebook 'nb' (nb.ipynb): 3 cells; cells 0-2"
+            assert lines[3].startswith('0\traw\tN/A\traw text\t') and lines[4].startswith(f'1\tmarkdown\tN/A\t# Title\t{md_id}\t')
+            assert lines[5].startswith('2\tcode\tN/A\ta = 1...(1 lines hidden)\t')
             r = await ok(s, 'edit_cell_source', cell_index=2, old_string='b = 2', new_string='b = 3', notebook_name='nb')
-            assert r.startswith('Cell 2 edited successfully!\nid ') and '-b = 2' in r and '+b = 3' in r
+            assert r.startswith('Cell 2 edited successfully!\n\n```diff\n') and '-b = 2' in r and '+b = 3' in r and '\n```\nid ' in r  # JMS's diff block
             r = await ok(s, 'read_cell', cell_index=md_id, notebook_name='nb')  # by id
             assert r == f'=====Cell 1 | type: markdown | execution count: N/A=====\nid {md_id} · hash {content_hash("# Title")}\n# Title'
             r = await ok(s, 'read_cell', cell_index='2')  # an index sent as a string
             assert r.startswith('=====Cell 2 | type: code | execution count: N/A=====\nid ') and 'a = 1\nb = 3' in r
             assert (await ok(s, 'move_cell', source_index=md_id, target_index=0)).startswith(f'Cell moved successfully from index 1 to 0 (markdown).\nid {md_id}\n')
             r = await ok(s, 'overwrite_cell_source', cell_index=-1, cell_source='c = 3')
-            assert r.startswith('Cell 2 overwritten successfully!\nid ') and '+c = 3' in r
+            assert r.startswith('Cell 2 overwritten successfully!\n\n```diff\n') and '+c = 3' in r
             r = await ok(s, 'delete_cell', cell_indices=[1])
             assert r.startswith('Cell 1 (raw) deleted successfully.\nid ') and 'deleted cell source:\nraw text\n' in r and r.endswith('deleted 1 cell; 2 cells left')
             hist = await ok(s, 'history', notebook_name='nb')
@@ -151,7 +151,8 @@ def test_edit_read_round_trip(tmp_path):
             on_disk = json.loads((tmp_path / 'nb.ipynb').read_text())
             assert [''.join(c['source']) for c in on_disk['cells']] == ['# Title', 'raw text', 'c = 3']
             nbs = await ok(s, 'list_notebooks')
-            assert nbs.splitlines()[0] == 'name\tpath\tcells\tkernel\tactive\tunsaved\truns' and nbs.splitlines()[1].startswith('nb\tnb.ipynb\t3\t')
+            assert nbs.splitlines()[0] == 'Name\tPath\tKernel_ID\tKernel_Status\tActivate\tCells\tUnsaved\tRuns'  # JMS's columns first
+            assert nbs.splitlines()[1].startswith('nb\tnb.ipynb\t-\tnot started\t✓\t3\t')
             files = await ok(s, 'list_files')
             assert 'nb.ipynb\tfile' in files
             assert (await ok(s, 'unuse_notebook', notebook_name='nb')).startswith("Notebook 'nb' unused successfully.\nclosed notebook 'nb'")
@@ -182,7 +183,7 @@ def test_errors_are_one_line_and_server_goes_on(tmp_path):
             assert not (tmp_path.parent / 'evil.ipynb').exists()
             # still serving, and nothing half-done
             assert await ok(s, 'ping') == 'pong'
-            assert (await ok(s, 'read_notebook')).splitlines()[1].endswith('1 cell; cells 0-0')
+            assert (await ok(s, 'read_notebook')).splitlines()[-1].endswith('1 cell; cells 0-0')
     run(main)
 
 
@@ -196,8 +197,9 @@ def test_execute_and_outputs(tmp_path):
             await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x + 1')
             r = await ok(s, 'execute_cell', cell_index=1)
             assert r.splitlines()[0] == '43' and r.endswith('ok [2]')
-            assert (await ok(s, 'execute_code', code='x * 2')).splitlines()[::2] == ['84', 'code: ok [3]']
-            assert (await ok(s, 'execute_code', code='y = 1')).splitlines()[1] == 'code: ok [4]'
+            res = await s.call_tool('execute_code', dict(code='x * 2'))  # as JMS: the outputs alone, the status in structuredContent
+            assert [b.text for b in res.content] == ['84'] and (res.structured_content['status'], res.structured_content['execution_count']) == ('ok', 3)
+            assert await ok(s, 'execute_code', code='y = 1') == '[No output generated]'
             r = await ok(s, 'execute_code', code='from IPython.display import HTML, Markdown, display\n'
                                                  'display(HTML("<table><tr><td>a</td><td>b</td></tr></table>")); display(Markdown("**bold**"))')
             assert r.splitlines()[:3] == ['| a | b |', '|---|---|', '**bold**']  # an HTML table as compact markdown, never HTML
@@ -219,10 +221,13 @@ def test_execute_and_outputs(tmp_path):
             assert '[TIMEOUT ERROR: IPython execution exceeded 1 seconds and was interrupted]' in r and ': timeout [' in r, r
             assert (await ok(s, 'execute_code', code='x')).splitlines()[0] == '42'
             # output written straight to the process's stdout (fd 1) must not corrupt the stdio protocol
-            assert (await ok(s, 'execute_code', code='import os; os.system("echo stray-output")')).splitlines()[-1].startswith('code: ok')
+            res = await s.call_tool('execute_code', dict(code='import os; os.system("echo stray-output")'))
+            assert not res.is_error and res.structured_content['status'] == 'ok'
             assert await ok(s, 'ping') == 'pong'
             kernels = await ok(s, 'list_kernels')
-            assert kernels.splitlines()[1].startswith('nb\t') and '\tidle\t' in kernels
+            head = 'ID\tName\tDisplay_Name\tLanguage\tState\tConnections\tLast_Activity\tEnvironment'  # JMS's columns, then ours
+            assert kernels.splitlines()[0] == head + '\tNotebook\tBackend\tPID\tExecution_Count', kernels
+            assert kernels.splitlines()[1].startswith('-\tinprocess\tPython (in this process') and '\tidle\t' in kernels and '\tnb\tinprocess\t' in kernels
             r = await ok(s, 'run_all')
             assert r.startswith('run_all: error; ran 3 of 3 code cells') and 'ZeroDivisionError' in r
             assert 'restarted' in await ok(s, 'restart_notebook')
@@ -315,7 +320,7 @@ def test_progress_during_long_cell(tmp_path):
             t0 = time.monotonic()
             res = await s.call_tool('execute_code', dict(code='import time; time.sleep(3)', progress_interval=1), progress_callback=on_progress)
             t1 = time.monotonic()  # (jupyter-mcp-server's default interval is 5 s, longer than this cell)
-            assert not res.is_error and text(res).splitlines()[-1].startswith('code: ok')
+            assert not res.is_error and res.structured_content['status'] == 'ok'
             assert seen, 'no progress notification during a 3 s cell'
             assert all(t0 < t < t1 for t, _, _ in seen)  # they came while it ran
             assert 'running for' in seen[0][2]
@@ -355,13 +360,14 @@ def test_concurrent_runs_on_two_notebooks_get_their_own_outputs(tmp_path):
             got = {}
             async def one(nb, i):
                 code = f'time.sleep(0.01)\nprint("{nb}{i}")\n{i} * 2'
-                if i % 3: got[nb, i] = await ok(s, 'execute_code', code=code, notebook_name=nb)
-                else: got[nb, i] = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source=code, notebook_name=nb)
+                if i % 3: got[nb, i] = await s.call_tool('execute_code', dict(code=code, notebook_name=nb))
+                else: got[nb, i] = await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source=code, notebook_name=nb))
             async with anyio.create_task_group() as tg:
                 for i in range(20):
                     for nb in ('a', 'b'): tg.start_soon(one, nb, i)
-            for (nb, i), out in got.items():
-                assert ': ok' in out.splitlines()[-1] and out.splitlines()[:2] == [f'{nb}{i}', str(i * 2)], ((nb, i), out)
+            for (nb, i), res in got.items():
+                out = text(res)
+                assert res.structured_content['status'] == 'ok' and out.splitlines()[:2] == [f'{nb}{i}', str(i * 2)], ((nb, i), out)
             assert len(got) == 40
             for nb in ('a', 'b'):
                 cells = await ok(s, 'read_notebook', notebook_name=nb, response_format='detailed')
@@ -511,6 +517,6 @@ def test_started_with_a_notebook(tmp_path):
     (tmp_path / 'sub' / 'work.ipynb').write_text(json.dumps(nb))
     async def main():
         async with stdio_session(tmp_path, '--notebook', 'sub/work.ipynb') as s:
-            assert (await ok(s, 'list_notebooks')).splitlines()[1].startswith('work\tsub/work.ipynb\t1\t')
+            assert (await ok(s, 'list_notebooks')).splitlines()[1].startswith('work\tsub/work.ipynb\t-\tnot started\t✓\t1\t')
             assert 'x = 1' in await ok(s, 'read_cell', cell_id='c1')
     run(main)

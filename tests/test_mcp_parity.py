@@ -70,6 +70,10 @@ def test_tool_schemas_and_prompt_match_jupyter_mcp_server(tmp_path):
             assert set(jt['inputSchema'].get('required', [])) == set(o.input_schema.get('required', [])), name
             for p, ts in theirs_props.items():
                 assert accepts(types_of(our_props[p]), types_of(ts), p not in o.input_schema.get('required', [])), f'{name}.{p}: {our_props[p]} does not take {ts}'
+                if 'null' in types_of(ts):  # declared nullable where JMS declares it: a client filling every field from the schema sends null
+                    assert 'null' in types_of(our_props[p]), f'{name}.{p}: {our_props[p]} does not declare null, JMS does: {ts}'
+                if ts.get('default') is not None:  # JMS's defaults, stated as JMS states them
+                    assert our_props[p].get('default') == ts['default'], f"{name}.{p}: default {our_props[p].get('default')!r}, JMS's {ts['default']!r}"
                 if (te := enum_of(ts)) is not None:
                     oe = enum_of(our_props[p])
                     assert oe is not None and te <= oe, f'{name}.{p}: enum {oe} lacks some of {te}'
@@ -84,6 +88,45 @@ def test_tool_schemas_and_prompt_match_jupyter_mcp_server(tmp_path):
         # the defaults JMS has: execute_code waits 30 s, execute_cell the server's default (120 s)
         assert ours['execute_code'].input_schema['properties']['timeout']['default'] == 30
         assert ours['execute_cell'].input_schema['properties']['timeout']['default'] == 0
+    run(main)
+
+
+def test_null_for_optional_arguments_and_jms_table_headers(tmp_path):
+    "Every optional argument JMS declares nullable takes null (as 'not given'); every table starts with JMS's header, ours after"
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            nulls = dict(notebook_name=None, cell_id=None)
+            assert 'Showing 0-0 of 0 files' in await ok(s, 'list_files', path='', pattern='')
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create', kernel_id=None)
+            r = await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x = 1', notebook_name=None)
+            cid = r.split('\nid ')[1].split(',')[0]
+            await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='y = 2', notebook_name=None)
+            assert (await ok(s, 'read_cell', cell_index=0, **nulls)).startswith('=====Cell 0')
+            assert (await ok(s, 'read_cell', cell_index=None, cell_id=cid, notebook_name=None)).startswith('=====Cell 0')
+            assert (await ok(s, 'edit_cell_source', cell_index=0, old_string='1', new_string='3', **nulls)).startswith('Cell 0 edited')
+            assert (await ok(s, 'overwrite_cell_source', cell_index=0, cell_source='x = 4', **nulls)).startswith('Cell 0 overwritten')
+            assert 'moved' in await ok(s, 'move_cell', source_index=0, target_index=1, notebook_name=None, source_cell_id=None, target_cell_id=None)
+            assert await ok(s, 'execute_cell', cell_index=1, **nulls)
+            assert await ok(s, 'execute_code', code='x', kernel_id=None) == '4'
+            assert 'cleared' in await ok(s, 'clear_cell_output', cell_index=1, **nulls)
+            assert 'deleted' in await ok(s, 'delete_cell', cell_indices=None, cell_ids_to_delete=[cid], notebook_name=None)
+            await ok(s, 'use_notebook', notebook_name='other', mode='create')
+            # the tables: JMS's header line, exactly, then our columns
+            files = (await ok(s, 'list_files')).splitlines()
+            assert files[1] == 'Path\tType\tSize\tLast_Modified' and files[2].startswith('nb.ipynb\tfile\t'), files
+            nbs = (await ok(s, 'list_notebooks')).splitlines()
+            assert nbs[0] == 'Name\tPath\tKernel_ID\tKernel_Status\tActivate\tCells\tUnsaved\tRuns', nbs
+            assert nbs[1].startswith('nb\tnb.ipynb\t-\tidle\t\t1\t') and nbs[2].startswith('other\tother.ipynb\t-\tnot started\t✓\t0\t'), nbs
+            ks = (await ok(s, 'list_kernels')).splitlines()
+            assert ks[0] == 'ID\tName\tDisplay_Name\tLanguage\tState\tConnections\tLast_Activity\tEnvironment\tNotebook\tBackend\tPID\tExecution_Count', ks
+            brief = await ok(s, 'read_notebook', notebook_name='nb')
+            assert '\nIndex\tType\tCount\tFirst Line\tId\tHash\n' in brief, brief
+            # switching back names the notebook it leaves, by the name the client gave it
+            assert (await ok(s, 'use_notebook', notebook_name='nb')).startswith("[INFO] Reactivating notebook 'nb' and deactivating 'other'.\n")
+            # a failed call starts with JMS's words, ours after
+            assert (await err(s, 'read_cell', cell_index=9)).startswith('Error executing tool read_cell: ')
+            assert "Notebook 'gone' is not connected" in await err(s, 'restart_notebook', notebook_name='gone')
+            assert "'missing.ipynb' not found" in await err(s, 'use_notebook', notebook_name='m', notebook_path='missing.ipynb')
     run(main)
 
 
@@ -256,7 +299,7 @@ def test_unknown_arguments_are_refused_on_every_tool(tmp_path):
             # beside valid arguments too, and nothing is done (JMS would have inserted the cell, ignoring the typo)
             msg = await err(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source='x = 1', notebok_name='nb')
             assert "'notebok_name'" in msg and 'notebook_name' in msg  # names the wrong one, lists the right ones
-            assert (await ok(s, 'read_notebook', notebook_name='nb')).startswith("Notebook nb has 0 cells.\nnotebook 'nb' (nb.ipynb): 0 cells")
+            assert (await ok(s, 'read_notebook', notebook_name='nb')) == "Notebook nb has 0 cells.\n\nNotebook is empty\n\nnotebook 'nb' (nb.ipynb): 0 cells; no cells in range"
             assert 'hash' in await err(s, 'overwrite_cell_source', cell_index=0, cell_source='y', expected_hsh='x')
     run(main)
 
@@ -326,7 +369,7 @@ def test_hash_guard_two_clients_race(http_server):
             stale = seen['a']
             msg = text(await a.call_tool('delete_cell', dict(cell_indices=[0], notebook_name='nb', expected_hash=[stale])))
             assert 'was changed since it was read' in msg
-            assert (await ok(a, 'read_notebook', notebook_name='nb')).splitlines()[1].endswith('1 cell; cells 0-0')
+            assert (await ok(a, 'read_notebook', notebook_name='nb')).splitlines()[-1].endswith('1 cell; cells 0-0')
             await ok(a, 'save', notebook_name='nb')
     run(main)
 
