@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import BadArgumentError, NotFoundError
-from .document import atomic_write
 
 # %% ../nbs/22a_run_io.ipynb #95fcb94b
 CLOUD_EXTRA = "pip install 'headlesnb[cloud]'"
@@ -117,6 +116,7 @@ def _put(url:str, data:bytes, doing:str):
 def writer(path):
     "A `save(text)` that writes the whole of `text` to `path`: atomically for a local file, as one object on a store"
     if (p := local_path(path)) is not None:
+        from headlesnb.document import atomic_write  # (here: the store helper's process runs this module, and writes no local file)
         p = Path(p).expanduser().resolve()
         def save(text:str):
             p.parent.mkdir(parents=True, exist_ok=True)
