@@ -317,8 +317,8 @@ async def inspect_variable(self:NotebookTools,
 @patch
 async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
     "Restart the notebook's kernel: all variables are lost."
-    def fmt(d): return (f"Notebook {d['name']!r} kernel restarted successfully. Memory state and imported packages have been cleared.\nrestarted the kernel of {d['name']!r}"
-                        if d['restarted'] else f"the kernel of {d['name']!r} was not started yet: nothing to restart")
+    def fmt(d): return (f"Notebook {d['name']!r} kernel restarted successfully. Memory state and imported packages have been cleared.\n"  # JMS's words, then ours
+                        + (f"restarted the kernel of {d['name']!r}" if d['restarted'] else "its kernel was not started yet: the next run starts a fresh one"))
     return await self._do(lambda: (self._connected(notebook_name), self.nm.restart_notebook(notebook_name))[1], fmt)
 
 # %% ../nbs/24_mcp.ipynb #9a4b4e75

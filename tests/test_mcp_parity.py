@@ -119,6 +119,7 @@ def test_null_for_optional_arguments_and_jms_table_headers(tmp_path):
             assert nbs[1].startswith('nb\tnb.ipynb\t-\tidle\t\t1\t') and nbs[2].startswith('other\tother.ipynb\t-\tnot started\t✓\t0\t'), nbs
             ks = (await ok(s, 'list_kernels')).splitlines()
             assert ks[0] == 'ID\tName\tDisplay_Name\tLanguage\tState\tConnections\tLast_Activity\tEnvironment\tNotebook\tBackend\tPID\tExecution_Count', ks
+            assert (await ok(s, 'restart_notebook', notebook_name='other')).startswith("Notebook 'other' kernel restarted successfully.")  # never started: JMS's words too
             brief = await ok(s, 'read_notebook', notebook_name='nb')
             assert '\nIndex\tType\tCount\tFirst Line\tId\tHash\n' in brief, brief
             # switching back names the notebook it leaves, by the name the client gave it
