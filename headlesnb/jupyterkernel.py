@@ -240,6 +240,15 @@ async def _client_ready(self) -> _Client:
     return self._client
 
 @patch_to(JupyterKernel)
+def start(self):
+    "Start the kernel's process now and wait until it answers, as its first run would (KernelError if it cannot): a kernel started ahead"
+    async def go():
+        await self._locked()
+        try: await self._client_ready()
+        finally: self._lock.release()
+    _call(go())
+
+@patch_to(JupyterKernel)
 def live_outputs(self) -> list:
     "The outputs the executing cell has made so far (nbclient adds them to its cell as they arrive)"
     ex = self._exec

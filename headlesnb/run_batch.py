@@ -132,18 +132,11 @@ def _finish_job(j:_Job, rc:int, status_file:Path, log_file:Path, t0:float):
 
 
 # %% ../nbs/22b_run_batch.ipynb #921d5617
-async def _opened(k):
-    "Start `k`'s process and wait until it answers (what its first run would do)"
-    await k._locked()
-    try: await k._client_ready()
-    finally: k._lock.release()
-
 def start_kernel(name:str, cwd=None, start_timeout:float=60):
     "A kernelspec kernel started and answering, working in `cwd` (None: a new temporary folder); the kernel and its folder"
-    from headlesnb.jupyterkernel import _call
     cwd = cwd or tempfile.mkdtemp(prefix='headlesnb-cwd-')
     k = make_kernel(name, cwd=cwd, output_limit=None, startup_timeout=start_timeout)
-    try: _call(_opened(k))
+    try: k.start()
     except KernelError: pass  # the notebook's first cell starts it again and says why it cannot (as without a pool)
     return k, str(cwd)
 
