@@ -10,11 +10,11 @@ import psutil
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / 'tests'))
 from fake_anthropic import FakeAnthropic
-from headlesnb.agents import AgentManager
-from headlesnb.agent_runners import proc_start, tmux_sessions
+from headlesnb.agents.tree import AgentManager
+from headlesnb.agents.runners import proc_start, tmux_sessions
 from headlesnb.llm import AnthropicClient
 
-CLI = [sys.executable, '-m', 'headlesnb.cli']
+CLI = [sys.executable, '-m', 'headlesnb.fronts.cli']
 FAKE = HERE.parent / 'tests' / 'agents_fake_agent.py'
 
 def wait_for(cond, timeout=30):

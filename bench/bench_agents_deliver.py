@@ -7,8 +7,8 @@ Python API) to the CLI holding the whole task (typed in by the minder once it sa
 """
 import json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
-from headlesnb.agents import AgentManager
-from headlesnb.agent_runners import tmux
+from headlesnb.agents.tree import AgentManager
+from headlesnb.agents.runners import tmux
 
 CLI = r'''
 import sys, time

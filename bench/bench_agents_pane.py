@@ -6,9 +6,9 @@ on a dialog agent (its transcript), and `n` (from the Enter that submits the one
 Baseline: `tmux split-window` of `echo` from a shell, until capture-pane shows it."""
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
-from headlesnb.agents import AgentManager, SessionStore
+from headlesnb.agents.tree import AgentManager, SessionStore
 
-CLI = [sys.executable, '-m', 'headlesnb.cli']
+CLI = [sys.executable, '-m', 'headlesnb.fronts.cli']
 
 def tmx(*a): return subprocess.run(['tmux', *a], capture_output=True, text=True)
 def panes(): return tmx('list-panes', '-t', '=ui:', '-F', '#{pane_id}').stdout.split()

@@ -9,9 +9,9 @@ Baseline, measured in the same run: the same first render on the same tree befor
 """
 import asyncio, json, os, signal, statistics, sys, tempfile, time
 from pathlib import Path
-from headlesnb.agents import AgentManager, SessionStore
-from headlesnb.agents_ui import agents_app
-from headlesnb.agent_runners import tmux, proc_start
+from headlesnb.agents.tree import AgentManager, SessionStore
+from headlesnb.fronts.agents_ui import agents_app
+from headlesnb.agents.runners import tmux, proc_start
 
 HERE = Path(__file__).resolve().parent
 

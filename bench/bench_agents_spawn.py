@@ -9,12 +9,12 @@ imports the runners (~25 ms), and the first dialog agent reads its tools' schema
 per process), which slows a spawn made meanwhile in the same process."""
 import statistics, subprocess, sys, tempfile, time
 from pathlib import Path
-from headlesnb.agents import AgentManager, write_text, read_text
+from headlesnb.agents.tree import AgentManager, write_text, read_text
 from headlesnb.llm import MockLLMClient
 
 READER = r'''
 import sys, time
-from headlesnb.agents import SessionStore
+from headlesnb.agents.tree import SessionStore
 st, ids = SessionStore(sys.argv[1]), sys.argv[2].split(',')
 print('ready', flush=True)
 for i in ids:

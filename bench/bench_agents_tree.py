@@ -6,8 +6,8 @@ signature they had when last read (as in use: most agents did not change since t
 forgets those signatures every round, so that all 100 sessions are read from disk again."""
 import asyncio, statistics, tempfile, time
 from pathlib import Path
-from headlesnb.agents import AgentManager, SessionStore
-from headlesnb.agents_ui import agents_app
+from headlesnb.agents.tree import AgentManager, SessionStore
+from headlesnb.fronts.agents_ui import agents_app
 
 def build(st):
     for top in range(10):

@@ -5,8 +5,8 @@ driving the Textual app headless with its pilot."""
 import asyncio, statistics, tempfile, threading, time
 from pathlib import Path
 from watchfiles import watch
-from headlesnb.agents import AgentManager, SessionStore
-from headlesnb.agents_ui import agents_app
+from headlesnb.agents.tree import AgentManager, SessionStore
+from headlesnb.fronts.agents_ui import agents_app
 
 async def main(root, st, n):
     app = agents_app(AgentManager(root, tmux=False), check_every=0)

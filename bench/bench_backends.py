@@ -1,11 +1,11 @@
 """What each kernel backend costs: start (to the first cell's result) and a `1+1` cell, in-process vs subprocess vs
 remote (a `jupyter server` on 127.0.0.1 started here), as ratios to the in-process kernel measured in the same run.
-These are the figures of the "When to use which backend" table in nbs/07_subkernel.ipynb. Medians; 2 shared cores."""
+These are the figures of the "When to use which backend" table in nbs/07_kernels.subkernel.ipynb. Medians; 2 shared cores."""
 import secrets, socket, statistics, subprocess, sys, tempfile, time
 import requests
-from headlesnb.inprocess import InProcessKernel
-from headlesnb.subkernel import SubprocessKernel
-from headlesnb.remote import RemoteKernel
+from headlesnb.kernels.inprocess import InProcessKernel
+from headlesnb.kernels.subkernel import SubprocessKernel
+from headlesnb.kernels.remote import RemoteKernel
 
 def server():
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]

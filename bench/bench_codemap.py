@@ -12,8 +12,8 @@ that it can be edited). Figures, each against its target, baselines measured in 
   the map on, built in the background, is bench_structure.py's)."""
 import json, os, shutil, statistics, subprocess, sys, sysconfig, tempfile, time
 from pathlib import Path
-from headlesnb.codemap import CodeMap, open_codemap
-from headlesnb.workspace import WorkspaceManager
+from headlesnb.workspace.codemap import CodeMap, open_codemap
+from headlesnb.workspace.core import WorkspaceManager
 import headlesnb  # every workspace idea registered
 
 AIDER_PY = Path.home() / '.cache/headlesnb/aider-venv/bin/python'

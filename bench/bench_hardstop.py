@@ -5,9 +5,9 @@ its first cell's result, which the kill path pays once. 5 times each; medians; 2
 Also `time.sleep(100)` under a 1 s timeout in-process, as the servers run cells (on the main thread, `serve_beside`),
 which a SIGINT ends with no kernel to restart (a C loop deaf to SIGINT would hold the main thread: not measured)."""
 import statistics, sys, time
-from headlesnb.inprocess import InProcessKernel
-from headlesnb.mainthread import serve_beside
-from headlesnb.subkernel import SubprocessKernel
+from headlesnb.kernels.inprocess import InProcessKernel
+from headlesnb.kernels.mainthread import serve_beside
+from headlesnb.kernels.subkernel import SubprocessKernel
 
 def stop_then_next(k, code) -> float:
     t = time.perf_counter()

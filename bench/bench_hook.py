@@ -7,15 +7,15 @@ import json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's headlesnb, whatever is installed
-from headlesnb.agent_store import SessionStore
+from headlesnb.agents.store import SessionStore
 
 root = Path(tempfile.mkdtemp())
 sid = SessionStore(root).create('', dict(task='bench', state='running', agent='claude-code'))
 env = dict(os.environ, SCOPE_SESSION_ID=sid, HEADLESNB_ROOT=str(root), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
 event = json.dumps(dict(hook_event_name='PreToolUse', tool_name='Read', tool_input=dict(file_path=f'{root}/a.py'), cwd=str(root)))
 cmds = dict(python=[sys.executable, '-c', 'pass'],
-            hook=[sys.executable, '-m', 'headlesnb.cli', 'hook', 'activity'],
-            managers=[sys.executable, '-c', 'import headlesnb.agents_ui'])
+            hook=[sys.executable, '-m', 'headlesnb.fronts.cli', 'hook', 'activity'],
+            managers=[sys.executable, '-c', 'import headlesnb.fronts.agents_ui'])
 times = {k: [] for k in cmds}
 for _ in range(30):
     for k, c in cmds.items():

@@ -61,7 +61,7 @@ def main():
         files = list(root.rglob('*.ipynb'))
         port = free_port()
         env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
-        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(root), '--port', str(port)],
+        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port)],
                                 cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=60) as h:

@@ -13,9 +13,9 @@ import statistics, sys, threading, time
 
 from execnb.shell import CaptureShell
 
-from headlesnb.inprocess import InProcessKernel
-from headlesnb.mainthread import serve_beside
-from headlesnb.subkernel import SubprocessKernel
+from headlesnb.kernels.inprocess import InProcessKernel
+from headlesnb.kernels.mainthread import serve_beside
+from headlesnb.kernels.subkernel import SubprocessKernel
 
 TARGET_MS = 200
 SLEEP_TARGET_S = 1

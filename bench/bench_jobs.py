@@ -23,7 +23,7 @@ if __name__ == '__main__':
     for i in range(8):
         make_nb(d / f'nb{i}.ipynb', i)
         nbs.append(str(d / f'nb{i}.ipynb'))
-    base = [sys.executable, '-m', 'headlesnb.cli', 'run', *nbs, '--output-dir', str(d / 'out')]
+    base = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run', *nbs, '--output-dir', str(d / 'out')]
     t1, t2 = [], []
     for _ in range(3): t1.append(timed([*base, '--jobs', '1'])); t2.append(timed([*base, '--jobs', '2']))
     m1, m2 = statistics.median(t1), statistics.median(t2)

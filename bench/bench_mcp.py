@@ -21,7 +21,7 @@ async def timed(s, tool, args, n) -> list:
 
 async def main(n=200):
     with tempfile.TemporaryDirectory() as root:
-        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', root], env=dict(os.environ))
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.mcp', '--root', root], env=dict(os.environ))
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
             await s.call_tool('use_notebook', dict(notebook_name='bench', mode='create'))

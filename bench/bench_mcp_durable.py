@@ -24,7 +24,7 @@ def free_port():
 
 def start(root, *extra):
     port = free_port()
-    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.mcp', '--root', root, '--transport', 'http', '--port', str(port), *extra],
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.mcp', '--root', root, '--transport', 'http', '--port', str(port), *extra],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 60
     while time.monotonic() < end:

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 from mcp.client.client import Client
 
-from headlesnb.mcp import build_server
+from headlesnb.fronts.mcp import build_server
 
 FIX = Path(__file__).resolve().parents[1] / 'tests' / 'fixtures' / 'jms-2.2.4-tools.json'
 

@@ -50,7 +50,7 @@ def main():
         make_dialogs(Path(root))
         port = free_port()
         env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
-        srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', root, '--port', str(port)],
+        srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', root, '--port', str(port)],
                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f'http://127.0.0.1:{port}'
         try:

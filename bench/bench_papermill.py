@@ -26,7 +26,7 @@ if __name__ == '__main__':
     d = Path(tempfile.mkdtemp())
     make_nb(d / 'in.ipynb')
     params = ['-p', 'alpha', '0.6', '-p', 'name', 'bench', '-y', 'sizes: [1, 2, 3]']
-    ours = [sys.executable, '-m', 'headlesnb.cli', 'run', str(d / 'in.ipynb'), str(d / 'ours.ipynb'), *params]
+    ours = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run', str(d / 'in.ipynb'), str(d / 'ours.ipynb'), *params]
     theirs = [sys.executable, '-m', 'papermill', str(d / 'in.ipynb'), str(d / 'theirs.ipynb'), *params, '--no-progress-bar']
     to, tt = [], []
     for _ in range(5): to.append(timed(ours)); tt.append(timed(theirs))

@@ -6,7 +6,7 @@ notebook after the other; parallel: both at once, each in its own thread and ker
 medians. Then kernel B's `1+1` is timed alone and while dialog A spins in `while True: pass`. The machine's 2 cores
 are shared with other work, which parallel runs feel first."""
 import statistics, sys, tempfile, threading, time
-from headlesnb.subkernel import SubprocessKernel
+from headlesnb.kernels.subkernel import SubprocessKernel
 from headlesnb.dialog import DialogManager
 
 CELLS = ['sum(range(3 * 10**7))'] * 4

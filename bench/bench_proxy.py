@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's headlesnb, whatever is installed
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests'))
 import httpx, psutil
-from headlesnb.workspace import WorkspaceManager
-from headlesnb.proxy import WorkspaceReader, serve
+from headlesnb.workspace.core import WorkspaceManager
+from headlesnb.fronts.proxy import WorkspaceReader, serve
 import headlesnb
 
 N, WARMUP, WINDOWS = 200, 20, 20
@@ -122,10 +122,10 @@ def main():
     fake, fake_url = start([sys.executable, '-c', FAKE], r'(http://\S+)', env=env)
     try:
         for what, r in ((f'{WINDOWS} file windows', root), ('no windows (an empty workspace)', Path(tempfile.mkdtemp()))):
-            proxy, proxy_url = start([sys.executable, '-m', 'headlesnb.cli', 'proxy', '--root', str(r), '--port', '0', '--upstream', fake_url],
+            proxy, proxy_url = start([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(r), '--port', '0', '--upstream', fake_url],
                                      r'proxy: (http://\S+) ', env=env)
             try:
-                from headlesnb.proxy import Proxy
+                from headlesnb.fronts.proxy import Proxy
                 forwarded = json.loads(Proxy(r, fake_url, port=1).body_for_upstream('/v1/messages', json.dumps(BODY).encode()))
                 print(f'workspace of {what}: {len(json.dumps(forwarded)) - len(json.dumps(BODY)):,} characters added to each request; '
                       f'{N} requests each way, alternating')

@@ -18,7 +18,7 @@ def timed(cmd):
 if __name__ == '__main__':
     d = Path(tempfile.mkdtemp())
     make_nb(d / 'nb200.ipynb')
-    ours = [sys.executable, '-m', 'headlesnb.cli', 'run', str(d / 'nb200.ipynb'), '--output', str(d / 'ours.ipynb')]
+    ours = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run', str(d / 'nb200.ipynb'), '--output', str(d / 'ours.ipynb')]
     theirs = [sys.executable, '-m', 'jupyter', 'nbconvert', '--to', 'notebook', '--execute', str(d / 'nb200.ipynb'),
               '--output', str(d / 'theirs.ipynb')]
     to, tt = [], []

@@ -12,7 +12,7 @@ if __name__ == '__main__':
     d = Path(tempfile.mkdtemp())
     nbs = [d / f'nb{i:02d}.ipynb' for i in range(20)]
     for i, p in enumerate(nbs): make_nb(p, i)
-    base = [sys.executable, '-m', 'headlesnb.cli', 'run', *map(str, nbs), '-k', 'python3']
+    base = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run', *map(str, nbs), '-k', 'python3']
     jobs, cluster = [*base, '--output-dir', str(d / 'jobs'), '--jobs', '2'], [*base, '--output-dir', str(d / 'cluster'), '--cluster', 'local:2']
     print(f'load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the machine may be shared)')
     tj, tc = [], []

@@ -27,7 +27,7 @@ if __name__ == '__main__':
         import s3fs
         fs = s3fs.S3FileSystem(key='bench', secret='bench-secret', endpoint_url=f'http://127.0.0.1:{port}')
         fs.mkdir('bench'); fs.put(str(d / 'in.ipynb'), 'bench/in.ipynb')
-        hb = [sys.executable, '-m', 'headlesnb.cli', 'run']
+        hb = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run']
         for kernel in ('inprocess', 'python3'): timed([*hb, 's3://bench/in.ipynb', 's3://bench/out.ipynb', '-k', kernel], env=env)  # (warm-up)
         print(f"bytecode: {'compiled, cached' if 'PYTHONPYCACHEPREFIX' in env else 'as this environment has it'}")
         print(f'load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the machine may be shared)')

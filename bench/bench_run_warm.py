@@ -25,7 +25,7 @@ if __name__ == '__main__':
     nbs = [d / f'nb{i:02d}.ipynb' for i in range(20)]
     for i, p in enumerate(nbs): make_nb(p, i)
     (d / 'pm').mkdir()
-    ours = [sys.executable, '-m', 'headlesnb.cli', 'run', *map(str, nbs), '--output-dir', str(d / 'hb'), '-k', 'python3', '--jobs', '2']
+    ours = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run', *map(str, nbs), '--output-dir', str(d / 'hb'), '-k', 'python3', '--jobs', '2']
     # papermill two at a time, as a shell pipeline would: one papermill process per notebook
     theirs = ['sh', '-c', f'ls {d}/nb*.ipynb | xargs -P 2 -I{{}} sh -c \'"{sys.executable}" -m papermill -k python3 --no-progress-bar '
               f'"$1" "{d}/pm/$(basename "$1")"\' _ {{}}']

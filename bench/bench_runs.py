@@ -19,7 +19,7 @@ from bench_mcp import timed  # (bench/ is on the path of a script run from it)
 
 async def over_mcp(n):
     with tempfile.TemporaryDirectory() as root:
-        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', root], env=dict(os.environ))
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.mcp', '--root', root], env=dict(os.environ))
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
             for nb in ('a', 'b'): await s.call_tool('use_notebook', dict(notebook_name=nb, mode='create'))

@@ -65,7 +65,7 @@ def line(name, lats, wall=None):
 def start(root, *args):
     port = free_port()
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
-    srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', root, '--port', str(port), *args],
+    srv = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', root, '--port', str(port), *args],
                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f'http://127.0.0.1:{port}'
     with httpx.Client(base_url=url, timeout=30) as h:

@@ -17,8 +17,8 @@ import shutil, statistics, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's headlesnb, whatever is installed
-from headlesnb.workspace import WorkspaceManager
-from headlesnb import ws_structure
+from headlesnb.workspace.core import WorkspaceManager
+from headlesnb.workspace import structure as ws_structure
 
 N_FILES, REPEATS = 2_000, 15
 
@@ -46,7 +46,7 @@ def timed(wm: WorkspaceManager, name: str) -> tuple:
 
 def forget(root: Path):
     "This process's map and build of `root` gone, and its index on disk"
-    import headlesnb.codemap as cm
+    import headlesnb.workspace.codemap as cm
     key = str(root.resolve())
     if (m := cm._OPEN.pop(key, None)) is not None: m.close()
     ws_structure._BUILDS.pop(key, None)
@@ -87,7 +87,7 @@ def main():
             dt, text = timed(wm, f'after{r}')
             assert ' files, ' in text and 'symbols' in text, text[:200]
             after.append(dt)
-            import headlesnb.codemap as cm
+            import headlesnb.workspace.codemap as cm
             m = cm._OPEN[str(root)]
             for t in (m._prep, m._search_thread):  # the ranking and search index made after the build: done before the next repeat
                 if t is not None: t.join()

@@ -5,7 +5,7 @@ the median per-cell time of each side is compared. 2 shared cores: read the rati
 import statistics, sys, time
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
-from headlesnb.subkernel import SubprocessKernel
+from headlesnb.kernels.subkernel import SubprocessKernel
 
 N = 200
 

@@ -7,7 +7,7 @@ import statistics, sys, time
 import nbformat
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
-from headlesnb.subkernel import SubprocessKernel
+from headlesnb.kernels.subkernel import SubprocessKernel
 
 CELLS = [f'x{i} = {i} * 2\nprint(x{i})' if i % 2 else f'sum(range({i}))' for i in range(200)]
 

@@ -7,7 +7,7 @@ import statistics, sys, time
 import psutil
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
-from headlesnb.subkernel import SubprocessKernel
+from headlesnb.kernels.subkernel import SubprocessKernel
 
 def theirs() -> float:
     nb = new_notebook(cells=[new_code_cell('1')])

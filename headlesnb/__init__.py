@@ -6,8 +6,8 @@ from . import errors as _errors
 
 # The managers load on first use (PEP 562): `headlesnb hook`, which Claude Code waits for on every tool call, imports
 # this package, and must not pay for kernels, dialogs and SDKs it never uses.
-_LAZY = dict(NotebookManager='notebook', DialogManager='dialog', WorkspaceManager='workspace', AgentManager='agents',
-             Engine='engine', execute_notebook='run', run_notebook='run', NotebookExecutionError='run', PapermillExecutionError='run')
+_LAZY = dict(NotebookManager='notebook', DialogManager='dialog', WorkspaceManager='workspace', AgentManager='agents.tree',
+             Engine='engine', execute_notebook='fronts.run_exec', run_notebook='fronts.run_exec', NotebookExecutionError='fronts.run_exec', PapermillExecutionError='fronts.run_exec')
 __all__ = [*_errors.__all__, *_LAZY]
 
 def __getattr__(name:str):

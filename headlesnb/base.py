@@ -19,7 +19,7 @@ from .errors import *
 from .paths import resolve_in_root, check_name
 from .document import NbDoc, new_id
 from .history import History
-from .kernel import Kernel, RunResult, OUTPUT_LIMIT
+from .kernels.kernel import Kernel, RunResult, OUTPUT_LIMIT
 from .utils import join_text, utc_now
 
 # %% ../nbs/09_base.ipynb #be15b3ac
@@ -200,7 +200,7 @@ def _reload(self:BaseManager, name) -> dict:
 
 # %% ../nbs/09_base.ipynb #1bd92f96
 def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|None=None, remote:bool=False) -> str:
-    "The kernel a notebook runs on: `kernel` if given, 'inprocess' for Python (its kernelspec or python3 if `remote`), else its kernelspec if installed"
+    "The kernel a notebook runs on: `kernels.kernel` if given, 'inprocess' for Python (its kernelspec or python3 if `kernels.remote`), else its kernelspec if installed"
     if kernel is not None:
         if not isinstance(kernel, str) or not kernel: raise BadArgumentError(f"kernel must be a kernel name, not {kernel!r}")
         return kernel
@@ -210,7 +210,7 @@ def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|N
     python = lang.lower() == 'python' or (not lang and (not name or name.startswith('python')))
     if python and not remote: return 'inprocess'
     if installed is None:
-        from headlesnb.subkernel import list_kernelspecs
+        from headlesnb.kernels.subkernel import list_kernelspecs
         installed = list_kernelspecs()
     if name and name in installed: return name
     if python: return 'python3'
@@ -226,13 +226,13 @@ def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, ju
     if kernel_id is not None and jupyter_url is None: raise BadArgumentError('kernel_id names a kernel of a Jupyter server: give jupyter_url too')
     if kernel == 'inprocess' or (kernel is None and jupyter_url is None):
         if kernel_id is not None: raise BadArgumentError("kernel_id attaches to a kernel of a Jupyter server: it cannot be 'inprocess'")
-        from headlesnb.inprocess import InProcessKernel
+        from headlesnb.kernels.inprocess import InProcessKernel
         return InProcessKernel(cwd=cwd, mpl_format=mpl_format, output_limit=output_limit, main_thread=main_thread)
     if jupyter_url is not None:
-        from headlesnb.remote import RemoteKernel
+        from headlesnb.kernels.remote import RemoteKernel
         return RemoteKernel(jupyter_url, jupyter_token, kernel_name=kernel or 'python3', kernel_id=kernel_id, output_limit=output_limit,
                             startup_timeout=startup_timeout)
-    from headlesnb.subkernel import SubprocessKernel
+    from headlesnb.kernels.subkernel import SubprocessKernel
     return SubprocessKernel(kernel, cwd=cwd, env=env, output_limit=output_limit, startup_timeout=startup_timeout)
 
 # %% ../nbs/09_base.ipynb #cb0d3a64
@@ -352,7 +352,7 @@ def run_info(res) -> dict:
     return d
 
 async def interrupt_on_cancel(kernel, coro):
-    "Await `coro`, shielded: a cancelled caller interrupts `kernel` instead, and `coro` still completes"
+    "Await `coro`, shielded: a cancelled caller interrupts `kernels.kernel` instead, and `coro` still completes"
     task = asyncio.ensure_future(coro)
     try: return await asyncio.shield(task)
     except asyncio.CancelledError:
@@ -362,7 +362,7 @@ async def interrupt_on_cancel(kernel, coro):
 @patch
 def _kernel(self:BaseManager, it:Item):
     """The item's kernel, started on first use in the item's folder: by the item's own `kernel_factory`, else the
-    manager's, else the kernel chosen for it (`use_*(kernel=, kernel_id=)`, else the manager's `kernel`, else by its language)"""
+    manager's, else the kernel chosen for it (`use_*(kernel=, kernel_id=)`, else the manager's `kernels.kernel`, else by its language)"""
     with it.doc.lock:
         if it.kernel is None or it.kernel.closed:
             factory = it.state.get('kernel_factory') or self.kernel_factory
@@ -408,7 +408,7 @@ def _open_with_kernel(self:BaseManager, name:str, path, mode:str, kernel:str|Non
             raise BadArgumentError("kernel_id names a kernel of a Jupyter server, and none is set: give its URL (--jupyter-url, "
                                    "connect_to_jupyter, or jupyter_url= to the manager)")
         if kernel not in (None, 'inprocess') and not self.jupyter_url:
-            from headlesnb.subkernel import list_kernelspecs
+            from headlesnb.kernels.subkernel import list_kernelspecs
             if kernel not in (specs := list_kernelspecs()): raise KernelError(f"the kernel {kernel!r} is not installed; installed kernels: {', '.join(specs) or 'none'}")
     with self._lock:
         old = self._items.get(name)
@@ -496,7 +496,7 @@ def _interrupted(kernel, started:str) -> RunResult:
                      None, 'interrupted', started, utc_now())
 
 async def _gated(gate, kernel, coro):
-    "Await `coro` (a run holding `gate`), shielded: a cancelled caller interrupts `kernel`; the gate is let go when the run ends"
+    "Await `coro` (a run holding `gate`), shielded: a cancelled caller interrupts `kernels.kernel`; the gate is let go when the run ends"
     task = asyncio.ensure_future(coro)
     task.add_done_callback(lambda t: gate.release())
     try: return await asyncio.shield(task)
@@ -570,7 +570,7 @@ class Run:
     def elapsed(self) -> float: return (self._t1 or time.monotonic()) - self._t0
 
     def _begin(self, kernel, cid:str|None):
-        "A cell (or the code) of this run starts in `kernel`"
+        "A cell (or the code) of this run starts in `kernels.kernel`"
         with self._mu: self.status, self.kernel, self.cell_id, self.started = 'running', kernel, cid, self.started or time.time()
 
     def _cell_ended(self, res):

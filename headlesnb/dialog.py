@@ -155,7 +155,7 @@ class DialogManager(BaseManager):
                     current=it.state.get('current'), kernel='not started' if it.kernel is None else 'busy' if it.kernel.busy else 'idle')
 
     def use_dialog(self, dialog_name:str, dialog_path:str|None=None, mode:str='connect', kernel:str|None=None, kernel_id:str|None=None) -> dict:
-        """Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active; `kernel`
+        """Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active; `kernels.kernel`
         and `kernel_id` choose its kernel as for notebooks (default: the manager's, else in-process)"""
         return self._info(self._open_with_kernel(dialog_name, dialog_path, mode, kernel, kernel_id))
 
@@ -293,7 +293,7 @@ def _insert_pos(self:DialogManager, it, placement, msg_id) -> int:
 def add_message(self:DialogManager, content:str='', msg_type:str='note', placement:str='at_end', msg_id:str|None=None,
                 dialog_name:str|None=None, run:bool=False, **fields) -> dict:
     """Add a message `placement` (`add_after`/`add_before` `msg_id` or the current message, `at_start`, `at_end`); it becomes
-    current. `run` queues a code message or prompt to run in the background"""
+    current. `fronts.run` queues a code message or prompt to run in the background"""
     if msg_type not in MSG_TYPES: raise BadArgumentError(f"msg_type must be one of {', '.join(MSG_TYPES)}, not {msg_type!r}")
     if run and msg_type not in ('code', 'prompt'): raise BadArgumentError(f"a {msg_type} message cannot run: only code and prompts do")
     with self.edit(dialog_name) as it:

@@ -7,11 +7,11 @@ __all__ = ['Engine']
 
 # %% ../nbs/20_engine.ipynb #b763a017
 from .errors import *
-from .kernel import OUTPUT_LIMIT
+from .kernels.kernel import OUTPUT_LIMIT
 from .notebook import NotebookManager
 from .dialog import DialogManager
-from .workspace import WorkspaceManager
-from .agents import AgentManager
+from .workspace.core import WorkspaceManager
+from .agents.tree import AgentManager
 
 # %% ../nbs/20_engine.ipynb #3556f8c7
 class Engine:

@@ -82,7 +82,7 @@ class NotebookManager(BaseManager):
 
     def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect', kernel:str|None=None,
                      kernel_id:str|None=None) -> dict:
-        """Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active. `kernel` names the
+        """Open (`connect`) or create (`create`) a notebook under `notebook_name`, and make it active. `kernels.kernel` names the
         kernel it runs on ('inprocess' or a kernelspec; default: the manager's, else chosen by the notebook's language);
         `kernel_id` attaches it to a running kernel of the manager's Jupyter server. A path already open under another
         name gets `notebook_name` as a second name for the same notebook (one document, one kernel)"""
@@ -364,8 +364,8 @@ def list_kernels(self:NotebookManager) -> list:
 
 @patch
 def list_kernelspecs(self:NotebookManager) -> list:
-    "The kernels a notebook can be given (`use_notebook(kernel=)`): `inprocess`, then each installed kernelspec (the Jupyter server's, with `jupyter_url`)"
-    from headlesnb.subkernel import list_kernelspecs
+    "The kernels a notebook can be given (`use_notebook(kernel=)`): `kernels.inprocess`, then each installed kernelspec (the Jupyter server's, with `jupyter_url`)"
+    from headlesnb.kernels.subkernel import list_kernelspecs
     specs = list_kernelspecs(self.jupyter_url, self.jupyter_token)
     here = [] if self.jupyter_url else [dict(name='inprocess', language='python', display_name='Python (in this process: the fastest)')]
     return here + [dict(name=n, language=s['language'], display_name=s['display_name']) for n, s in specs.items()]

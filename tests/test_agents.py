@@ -11,9 +11,9 @@ from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
-from headlesnb.agents import AgentManager, SessionStore
-from headlesnb.agent_store import tmux_name
-from headlesnb.agent_runners import tmux_sessions, proc_start
+from headlesnb.agents.tree import AgentManager, SessionStore
+from headlesnb.agents.store import tmux_name
+from headlesnb.agents.runners import tmux_sessions, proc_start
 from headlesnb.llm import AnthropicClient
 from fake_anthropic import FakeAnthropic
 
@@ -22,7 +22,7 @@ FAKE = HERE / 'agents_fake_agent.py'
 pytestmark = pytest.mark.timeout(180)
 
 # The one place that says how the `headlesnb` agent commands are run (after the merge: ['headlesnb'])
-HNB_ARGV = [sys.executable, '-m', 'headlesnb.cli']
+HNB_ARGV = [sys.executable, '-m', 'headlesnb.fronts.cli']
 
 
 def hnb(*args, root=None, input=None, env=None, check=False, timeout=60) -> subprocess.CompletedProcess:
@@ -217,14 +217,15 @@ def test_hook_handler_with_claude_code_json(root, tmp_path):
 def test_hook_loads_only_the_session_store(root):
     "Claude Code waits for the hook on every tool call: the command loads no manager, kernel, dialog, UI or SDK"
     probe = ('import runpy, sys\nsys.argv = ["headlesnb", "hook", "activity"]\n'
-             'try: runpy.run_module("headlesnb.cli", run_name="__main__")\n'
+             'try: runpy.run_module("headlesnb.fronts.cli", run_name="__main__")\n'
              'except SystemExit as e: code = e.code\n'
              'print(code, sorted(m for m in sys.modules if m.split(".")[0] in ("headlesnb", "anthropic", "textual", "IPython", "mcp")))')
     i = SessionStore(root).create('', dict(task='t', state='running', agent='claude-code'))
     ev = dict(hook_event_name='PreToolUse', tool_name='Read', tool_input=dict(file_path=f'{root}/a.py'), cwd=str(root))
     r = subprocess.run([sys.executable, '-c', probe], input=json.dumps(ev), capture_output=True, text=True, cwd=root,
                        env=dict(os.environ, SCOPE_SESSION_ID=i, HEADLESNB_ROOT=str(root)), timeout=60)
-    assert r.stdout.split(' ', 1) == ['0', "['headlesnb', 'headlesnb.agent_hooks', 'headlesnb.agent_store', 'headlesnb.errors']\n"], r
+    assert r.stdout.split(' ', 1) == ['0', "['headlesnb', 'headlesnb.agents', 'headlesnb.agents.hooks', 'headlesnb.agents.store', 'headlesnb.errors', "
+           "'headlesnb.fronts']\n"], r
     assert SessionStore(root).read(i, 'activity') == 'reading a.py'
 
 
@@ -580,7 +581,7 @@ def cpu_hogs(n=2) -> list:
 
 
 ABORTER = '''import sys, time
-from headlesnb.agents import AgentManager
+from headlesnb.agents.tree import AgentManager
 am = AgentManager(sys.argv[1])
 print('ready', flush=True)
 id = sys.stdin.readline().strip()
@@ -698,7 +699,7 @@ def test_routing_by_task_type(root):
         wait_for(lambda: am.poll(e)['status'] == 'done', timeout=120, what='the explorer')
         assert fake.requests[0]['model'] == 'claude-haiku-4-5', 'the routed model is the one asked'
         assert (am.poll(e)['agent'], am.poll(e)['model']) == ('dialog', 'claude-haiku-4-5')
-        from headlesnb.agents_ui import row_text
+        from headlesnb.fronts.agents_ui import row_text
         assert row_text(am.get(e))[4] == 'dialog · claude-haiku-4-5'  # what the tree shows
 
 
@@ -740,10 +741,10 @@ def test_papercuts_no_key_readonly_help(root, tmp_path):
     r = hnb('wait', i, '--timeout', '30', root=root)
     p = json.loads(r.stdout)['results'][0]
     assert r.returncode == 3 and p['status'] == 'done' and p['error'] is True and p['result'].startswith('error: ')
-    from headlesnb.agents_ui import row_text
+    from headlesnb.fronts.agents_ui import row_text
     assert row_text(AgentManager(root).get(i))[2] == 'failed'
     helps = subprocess.run(HNB_ARGV + ['--help'], capture_output=True, text=True).stdout
-    from headlesnb.agents_ui import AGENT_COMMANDS
+    from headlesnb.fronts.agents_ui import AGENT_COMMANDS
     assert len(set(AGENT_COMMANDS.values())) == len(AGENT_COMMANDS) == 10 and {'resume', 'cleanup'} <= set(AGENT_COMMANDS)
     flat = ' '.join(helps.split())
     assert all(f'{c} {" ".join(what.split())}' in flat for c, what in AGENT_COMMANDS.items()), helps
@@ -813,8 +814,8 @@ def mcp_text(res) -> str: return '\n'.join(b.text for b in res.content if isinst
 
 
 def agents_server(am):
-    from headlesnb.mcp import HeadlesnbMCPServer
-    from headlesnb.mcp import register_agent_tools
+    from headlesnb.fronts.mcp import HeadlesnbMCPServer
+    from headlesnb.fronts.mcp import register_agent_tools
     srv = HeadlesnbMCPServer('agents-test')
     register_agent_tools(srv, am, None)
     return srv
@@ -850,7 +851,7 @@ def test_mcp_tools_in_process(root):
 def test_mcp_tools_over_stdio(root):
     "The official client over stdio, against the real `headlesnb mcp` (the agent tools beside the notebook and dialog ones)"
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', str(root)], env=dict(os.environ))
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.mcp', '--root', str(root)], env=dict(os.environ))
         with open(os.devnull, 'w') as errlog:
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
@@ -864,8 +865,8 @@ def test_mcp_tools_over_stdio(root):
                 assert json.loads(mcp_text(res))['results'][0]['status'] == 'done'
                 assert json.loads(hnb('poll', '0', root=root, check=True).stdout)['status'] == 'done'
                 with anyio.fail_after(10):  # the client that spawned it is told it is done
-                    while not any(t.logger == 'headlesnb.agents' for t in told): await anyio.sleep(0.05)
-                news = next(t for t in told if t.logger == 'headlesnb.agents')
+                    while not any(t.logger == 'headlesnb.agents.tree' for t in told): await anyio.sleep(0.05)
+                news = next(t for t in told if t.logger == 'headlesnb.agents.tree')
                 assert (news.data['id'], news.data['state'], news.level) == ('0', 'done', 'info')
                 r = await s.call_tool('resume_agent', dict(id='0'))
                 assert r.is_error and 'cannot be resumed' in mcp_text(r)
@@ -880,7 +881,7 @@ def test_tui_pilot(root):
         am = AgentManager(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0), tmux=False)
         d = am.spawn('Greet the user')
         am.wait([d], timeout=20)
-    from headlesnb.agents_ui import agents_app
+    from headlesnb.fronts.agents_ui import agents_app
     async def main():
         app = agents_app(am, new_agent='sleeper', check_every=0.5)
         async with app.run_test(size=(120, 30)) as pilot:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from headlesnb.agents import AgentManager, SessionStore
-from headlesnb.agent_store import tmux_name
-from headlesnb.agent_runners import tmux_sessions, proc_start, git
+from headlesnb.agents.tree import AgentManager, SessionStore
+from headlesnb.agents.store import tmux_name
+from headlesnb.agents.runners import tmux_sessions, proc_start, git
 from fake_anthropic import FakeAnthropic
 from test_agents import hnb, wait_for, FAKE, HNB_ARGV
 
@@ -328,14 +328,14 @@ def test_mcp_server_killed_then_resumed(tmp_path, tmux_server):
         env = dict(os.environ, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY='test')
         pid = {}
         async def main():
-            params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', str(root)], env=env)
+            params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.mcp', '--root', str(root)], env=env)
             with open(os.devnull, 'w') as errlog:
                 async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                     await s.initialize()
                     await s.call_tool('spawn_agent', dict(task='Think about it', task_type='explore', agent='dialog'))
                     await s.call_tool('spawn_agent', dict(task='Sleep', agent='sleeper'))
                     await anyio.to_thread.run_sync(lambda: wait_for(lambda: len(seen) == 1, timeout=60, what='the dialog agent to ask'))
-                    server = [p for p in __import__('psutil').Process().children(recursive=True) if 'headlesnb.mcp' in ' '.join(p.cmdline())]
+                    server = [p for p in __import__('psutil').Process().children(recursive=True) if 'headlesnb.fronts.mcp' in ' '.join(p.cmdline())]
                     pid['server'] = server[0].pid
                     os.kill(server[0].pid, signal.SIGKILL)
         try: anyio.run(main)

@@ -5,7 +5,7 @@ import json, threading, time
 import httpx, pytest, uvicorn
 from starlette.applications import Starlette
 
-from headlesnb.agents import AgentManager, SessionStore
+from headlesnb.agents.tree import AgentManager, SessionStore
 from conftest import free_port
 
 pytestmark = pytest.mark.timeout(120)
@@ -23,7 +23,7 @@ def site(tmp_path):
     st.create('', dict(task='second', state='running', agent='claude-code', created_at='2026-01-01T00:00:00'))
     am = AgentManager(root, tmux=False)
     am._check_alive = lambda sessions: False  # these sessions have no workers: keep them "running" for the page
-    from headlesnb.server_app import agent_routes
+    from headlesnb.fronts.server_app import agent_routes
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(Starlette(routes=agent_routes(am, poll_every=0.1)), host='127.0.0.1', port=port, log_level='warning'))
     t = threading.Thread(target=server.run, daemon=True)

@@ -9,7 +9,7 @@ def nb_file(path, sources):
     return path
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, '-m', 'headlesnb.cli', *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 def test_version():
     r = subprocess.run(['headlesnb', '--version'], capture_output=True, text=True)

@@ -3,9 +3,9 @@
 import ast, inspect, json, os, random, shutil, subprocess, sys, sysconfig, textwrap
 from pathlib import Path
 import anyio, pytest
-from headlesnb.codemap import CodeMap, lang_of
+from headlesnb.workspace.codemap import CodeMap, lang_of
 from headlesnb.errors import BadArgumentError, NotFoundError
-from headlesnb.workspace import WorkspaceManager
+from headlesnb.workspace.core import WorkspaceManager
 
 FIXTURE = Path(__file__).parent / 'fixtures' / 'codemap'
 STDLIB = Path(sysconfig.get_paths()['stdlib'])
@@ -129,7 +129,7 @@ def test_stdlib_structure_keeps_the_most_referenced_within_budget(stdlib, tmp_pa
     wm = WorkspaceManager(tmp_path, budgets=dict(STRUCTURAL_VIEW=1_000))
     ws = wm.open_workspace('w')
     ws.code_map['on'] = True
-    import headlesnb.codemap as cmod
+    import headlesnb.workspace.codemap as cmod
     cmod._OPEN[str(tmp_path.resolve())] = stdlib  # this workspace's root maps to the standard library's index
     try:
         sec = dict(ws.sections())
@@ -198,7 +198,7 @@ def test_edit_reindexes_one_file_and_restart_is_warm(tree):
     cm._parse_all = lambda jobs, progress=None: (parsed.extend(j[1] for j in jobs), orig(jobs, progress))[1]
     wm = WorkspaceManager(tree)
     ws = wm.open_workspace('w')
-    import headlesnb.codemap as cmod
+    import headlesnb.workspace.codemap as cmod
     cmod._OPEN[str(tree.resolve())] = cm
     try:
         p = tree / 'py/shapes/round.py'
@@ -229,7 +229,7 @@ def test_fresh_workspace_maps_code_without_a_call(tree):
     "A fresh process: a workspace over a code folder says its map is being built, then shows it, with no code-map tool called"
     code = textwrap.dedent(f"""
         import time
-        from headlesnb.workspace import WorkspaceManager
+        from headlesnb.workspace.core import WorkspaceManager
         ws = WorkspaceManager({str(tree)!r}).open_workspace('w')
         first = dict(ws.sections())['STRUCTURAL_VIEW']
         assert first.startswith('(being built in the background'), first
@@ -250,8 +250,8 @@ def test_workspace_off_costs_nothing(tree):
     "A workspace with the code map off renders one line and imports no parser, scorer or graph library"
     code = textwrap.dedent(f"""
         import sys, headlesnb
-        from headlesnb.workspace import WorkspaceManager
-        from headlesnb.ws_structure import OFF
+        from headlesnb.workspace.core import WorkspaceManager
+        from headlesnb.workspace.structure import OFF
         ws = WorkspaceManager({str(tree)!r}, code_map=False).open_workspace('w')
         text = dict(ws.sections())['STRUCTURAL_VIEW']
         assert text == OFF, text
@@ -264,14 +264,14 @@ def test_workspace_off_costs_nothing(tree):
 
 
 def _built(ws, timeout=120):
-    from headlesnb import ws_structure
+    from headlesnb.workspace import structure as ws_structure
     b = ws_structure._BUILDS.get(str(ws.root))
     if b is not None: assert b.finished.wait(timeout)
     return dict(ws.sections())['STRUCTURAL_VIEW']
 
 
 def test_views_off_on_and_above_the_size_limit(tree, monkeypatch):
-    from headlesnb import ws_structure
+    from headlesnb.workspace import structure as ws_structure
     monkeypatch.setattr(ws_structure, 'MAX_FILES', 3)
     ws = WorkspaceManager(tree).open_workspace('w')
     dict(ws.sections())
@@ -333,7 +333,7 @@ def test_nbdev_symbols_once_at_the_notebook_cell(tmp_path):
     assert [x.name for x in cm.outline('lib.core')] == ['hello', 'Greeter', 'greet']  # the module name is the notebook's
     # a workspace's frame opens the notebook cell
     wm = WorkspaceManager(tmp_path)
-    import headlesnb.codemap as cmod
+    import headlesnb.workspace.codemap as cmod
     cmod._OPEN[str(tmp_path.resolve())] = cm
     try:
         line = wm.open_workspace('w').tools()['open_frame']('hello')
@@ -384,7 +384,7 @@ def test_mcp_tools(tree):
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.mcp', '--root', str(tree)], env=dict(os.environ))
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.mcp', '--root', str(tree)], env=dict(os.environ))
         with open(os.devnull, 'w') as errlog:
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
@@ -403,7 +403,7 @@ def test_mcp_tools(tree):
 
 SCRIPT = '''
 import os, sys
-from headlesnb.codemap import CodeMap
+from headlesnb.workspace.codemap import CodeMap
 print('body', os.getpid(), flush=True)
 cm = CodeMap(sys.argv[1] if len(sys.argv) > 1 else os.environ['SRC'], db=os.environ['DB'], workers=2)
 print(cm.refresh()['changed'], cm.find('f249').path, flush=True)

@@ -10,7 +10,7 @@ import os, re, time
 
 import pytest
 from test_server import running_server  # (the same subprocess start, health wait and stop by PID)
-from headlesnb.server_app import first_line
+from headlesnb.fronts.server_app import first_line
 
 pytestmark = pytest.mark.timeout(180)
 EVIL_FILE = '<img src=x onerror=alert(1)>.ipynb'

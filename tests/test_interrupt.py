@@ -1,7 +1,7 @@
 """In-process cells blocked in C (sleep, a socket or pipe read, `subprocess.run`) stop at their timeout or interrupt.
 
 The servers run their loop in a thread of their own and their in-process cells on the main thread, where a SIGINT
-reaches them (06c_mainthread): `time.sleep(60)` under `timeout=2` ends at about 2 s, with an answer that says it
+reaches them (06c_kernels.mainthread): `time.sleep(60)` under `timeout=2` ends at about 2 s, with an answer that says it
 timed out and was interrupted (not that it could not be), and the next cell runs at once; `interrupt` stops such a
 cell within 1 s. Checked through the official MCP client over stdio and HTTP against `headlesnb mcp`, through
 `headlesnb serve` with httpx, and through the Python API on the main thread. Code that ignores SIGINT is still reported
@@ -41,7 +41,7 @@ def check_timed_out(t:str, took:float, what:str, timeout:float=2):
 async def mcp(root, transport:str):
     "An MCP client session to a `headlesnb mcp` subprocess over `transport`, with notebook 'n' created and active"
     if transport == 'stdio':
-        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.cli', 'mcp', '--root', str(root)], env=ENV)
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root)], env=ENV)
         with open(root / 'mcp.log', 'w') as errlog:
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
@@ -182,7 +182,7 @@ def test_a_signal_stops_a_server_running_a_sleeping_cell(tmp_path, kind, sig):
 @pytest.mark.parametrize('kind', ['serve', 'mcp-http', 'mcp-stdio'])
 def test_sigterm_ends_an_idle_server(tmp_path, kind):
     if kind == 'mcp-stdio':
-        p = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
+        p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert p.stderr.readline().startswith('headlesnb mcp: serving')
     else:
@@ -195,7 +195,7 @@ def test_sigterm_ends_an_idle_server(tmp_path, kind):
 
 def stdio_sleeping(root) -> subprocess.Popen:
     "`headlesnb mcp` over stdio (JSON-RPC written by hand: the test owns the pipes) running `time.sleep(60)` in a cell"
-    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'mcp', '--root', str(root)], env=ENV, text=True,
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root)], env=ENV, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     def send(m): p.stdin.write(json.dumps(dict(jsonrpc='2.0', **m)) + '\n'); p.stdin.flush()
     send(dict(id=1, method='initialize', params=dict(protocolVersion='2025-06-18', capabilities={}, clientInfo=dict(name='t', version='1'))))
@@ -231,7 +231,7 @@ def test_sigterm_ends_the_stdio_server_running_a_sleeping_cell_with_its_stdin_op
 # ---------------------------------------------------------------- the Python API, on the main thread
 @pytest.mark.parametrize('what', BLOCKED)
 def test_api_kernel_timeout_stops_blocked_cells(what):
-    from headlesnb.inprocess import InProcessKernel
+    from headlesnb.kernels.inprocess import InProcessKernel
     assert threading.current_thread() is threading.main_thread()
     with InProcessKernel(main_thread=True) as k:
         k.run('1')
@@ -243,7 +243,7 @@ def test_api_kernel_timeout_stops_blocked_cells(what):
         assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42'] and time.monotonic() - t0 < 0.5
 
 def test_api_kernel_interrupt_stops_a_sleep_within_1s():
-    from headlesnb.inprocess import InProcessKernel
+    from headlesnb.kernels.inprocess import InProcessKernel
     with InProcessKernel(main_thread=True) as k:
         ev = threading.Event()
         k.namespace['ev'] = ev

@@ -6,9 +6,9 @@ import psutil
 import pytest
 
 from headlesnb.errors import BadArgumentError, KernelError
-from headlesnb.kernel import RunResult
+from headlesnb.kernels.kernel import RunResult
 from headlesnb.utils import strip_ansi
-from headlesnb.inprocess import RUN_LOCK, FifoLock, InProcessKernel
+from headlesnb.kernels.inprocess import RUN_LOCK, FifoLock, InProcessKernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -197,7 +197,7 @@ def test_tracers_still_work_after_runs_and_interrupts(interrupted):
     import subprocess
     script = f"""
 import sys
-from headlesnb.inprocess import InProcessKernel
+from headlesnb.kernels.inprocess import InProcessKernel
 k = InProcessKernel()
 k.run('x = 1')
 if {interrupted}: assert k.run('while True: pass', timeout=0.3).status == 'timeout'

@@ -105,6 +105,6 @@ NOTEBOOKS = sorted(p.name for p in (REPO / 'nbs').glob('*.ipynb'))
 @pytest.mark.parametrize('name', NOTEBOOKS)
 def test_headlesnb_run_runs_this_projects_notebooks(name, tmp_path):
     "Every notebook of nbs/ runs under `headlesnb run` (in-process, in the notebook's folder), as nbdev-test runs it"
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', 'run', str(REPO / 'nbs' / name), str(tmp_path / name)],
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'run', str(REPO / 'nbs' / name), str(tmp_path / name)],
                        capture_output=True, text=True, timeout=280, cwd=tmp_path)
     assert r.returncode == 0, f'{name}: exit {r.returncode}\n{r.stderr[-3000:]}'

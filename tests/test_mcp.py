@@ -1,4 +1,4 @@
-"""The MCP server end to end: `python -m headlesnb.mcp` as a real subprocess, driven by the official `mcp` client.
+"""The MCP server end to end: `python -m headlesnb.fronts.mcp` as a real subprocess, driven by the official `fronts.mcp` client.
 
 stdio: tool list and schemas, edit/read round trips, running code, images, one-line errors that leave the
 server working, progress notifications during a long cell, and calls answered while a cell runs.
@@ -22,12 +22,12 @@ pytestmark = pytest.mark.timeout(180)
 
 
 # ---------------------------------------------------------------- helpers
-def server_args(root, *extra): return ['-m', 'headlesnb.mcp', '--root', str(root), *extra]
+def server_args(root, *extra): return ['-m', 'headlesnb.fronts.mcp', '--root', str(root), *extra]
 
 
 @asynccontextmanager
 async def stdio_session(root, *extra):
-    "A `ClientSession` on `python -m headlesnb.mcp --root root` started as a subprocess over stdio"
+    "A `ClientSession` on `python -m headlesnb.fronts.mcp --root root` started as a subprocess over stdio"
     params = StdioServerParameters(command=sys.executable, args=server_args(root, *extra), env=dict(os.environ))
     with open(os.devnull, 'w') as errlog:
         async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
@@ -402,7 +402,7 @@ def test_cancelled_execute_cell_still_stores_what_the_cell_printed(tmp_path):
 # ---------------------------------------------------------------- streamable HTTP
 @pytest.fixture
 def http_server(tmp_path):
-    "Start `python -m headlesnb.mcp --transport http` on a free port; yield a starter; kill by PID afterwards"
+    "Start `python -m headlesnb.fronts.mcp --transport http` on a free port; yield a starter; kill by PID afterwards"
     procs = []
     def start(token=None, env_token=None):
         port = free_port()
@@ -481,13 +481,13 @@ def test_http_token_from_env(http_server):
 
 
 def test_module_help():
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--help'], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.mcp', '--help'], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and '--transport' in r.stdout and '--no-images' in r.stdout
 
 
 def test_empty_token_is_refused(tmp_path):
     "`--token \"$SECRET\"` with SECRET unset must not serve without auth"
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--root', str(tmp_path), '--transport', 'http', '--token', ''],
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.mcp', '--root', str(tmp_path), '--transport', 'http', '--token', ''],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and '--token is empty (an unset variable?)' in r.stderr, r.stderr
 
@@ -505,7 +505,7 @@ def test_tool_groups(tmp_path):
             assert names == {'ping', 'get_run', 'list_runs', 'spawn_agent', 'poll_agent', 'wait_agents', 'abort_agent', 'resume_agent', 'list_agents'}
             assert not (await s.list_resource_templates()).resource_templates  # notebook resources come with the notebooks group
     run(main)
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.mcp', '--root', str(tmp_path / 'x'), '--tools', 'notebook'], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.mcp', '--root', str(tmp_path / 'x'), '--tools', 'notebook'], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "unknown tool group 'notebook'" in r.stderr and not (tmp_path / 'x').exists()
 
 

@@ -1,6 +1,6 @@
-"""Answers that fit a model, end to end: `python -m headlesnb.mcp` as a real subprocess, driven by the official `mcp` client.
+"""Answers that fit a model, end to end: `python -m headlesnb.fronts.mcp` as a real subprocess, driven by the official `fronts.mcp` client.
 
-What a run tool or `read_cell` returns is budgeted for the model (23_mcp_format) while the notebook keeps the outputs:
+What a run tool or `read_cell` returns is budgeted for the model (22_fronts.mcp_format) while the notebook keeps the outputs:
 a tqdm loop of 10,000 steps answers as its final bar (in-process, and from a python3 kernel that flushes it as many
 outputs), a 4000x3000 figure reaches the model at most 1568 px wide with a line saying it is a copy, and a 50 MB print
 answers within the budget while the file keeps the managers' per-output cap of it (10 MB) and its resource returns that
@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 from mcp.types import ImageContent
 
-from headlesnb.kernel import OUTPUT_LIMIT
-from headlesnb.mcp_format import McpOptions
+from headlesnb.kernels.kernel import OUTPUT_LIMIT
+from headlesnb.fronts.mcp_format import McpOptions
 from test_mcp import ok, run, stdio_session, text
 
 pytestmark = pytest.mark.timeout(300)
@@ -139,4 +139,4 @@ def test_read_output_pages_through_what_an_answer_cut(tmp_path):
             res = await s.call_tool('read_output', dict(cell_id=cid, output_index=index, offset=len(whole), notebook_name='nb'))
             assert res.is_error and f'offset {len(whole):,} is outside the output' in text(res)
             return True
-    if not run(main): pytest.skip('read_output is not registered yet (issue 26: 24_mcp registers it over format_output_page)')
+    if not run(main): pytest.skip('read_output is not registered yet (issue 26: 22a_fronts.mcp registers it over format_output_page)')

@@ -1,4 +1,4 @@
-"""headlesnb's MCP server against jupyter-mcp-server (JMS) 2.2.4 and 1.5.2, with the official `mcp` client over real transports.
+"""headlesnb's MCP server against jupyter-mcp-server (JMS) 2.2.4 and 1.5.2, with the official `fronts.mcp` client over real transports.
 
 The fixtures tests/fixtures/jms-*.json were recorded from the real jupyter-mcp-server (see their README).
 - Schemas: every JMS 2.2.4 tool is here with the same parameter names (cell ids included), compatible types,
@@ -472,7 +472,7 @@ def serve(root: Path):
     port = free_port()
     log = root.parent / f'{root.name}-serve.log'
     with open(log, 'w') as out:
-        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(root), '--port', str(port)],
+        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port)],
                                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     http = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=30)
     try:

@@ -1,4 +1,4 @@
-"""Runs that outlive an MCP call, through the official `mcp` client against `python -m headlesnb.mcp` subprocesses.
+"""Runs that outlive an MCP call, through the official `fronts.mcp` client against `python -m headlesnb.fronts.mcp` subprocesses.
 
 A long cell started with `wait` answers early with its run id and the outputs so far, and goes on; `get_run` polls it
 (only what is new with `since`), the notebook file holds its outputs while it runs, the run survives its client (HTTP)

@@ -34,7 +34,7 @@ CC = Path(os.environ.get('HEADLESNB_CLAUDE_CODE') or Path.home() / f'.cache/head
 # ---------------------------------------------------------------- helpers
 def start_proxy(root, upstream, *extra, log=None):
     "`headlesnb proxy` as a subprocess on a free port: (process, url); its first line gives the url"
-    args = [sys.executable, '-m', 'headlesnb.cli', 'proxy', '--root', str(root), '--port', '0', '--upstream', upstream, *extra]
+    args = [sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(root), '--port', '0', '--upstream', upstream, *extra]
     if log: args += ['--log-requests', str(log)]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
@@ -78,7 +78,7 @@ def sdk(url, **kw): return anthropic.Anthropic(api_key=KEY, base_url=url, max_re
 @asynccontextmanager
 async def mcp_session(root, *extra):
     "The official MCP client on `headlesnb mcp --root root` (a subprocess over stdio)"
-    params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.cli', 'mcp', '--root', str(root), *extra], env=dict(os.environ))
+    params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root), *extra], env=dict(os.environ))
     with open(os.devnull, 'w') as errlog:
         async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
@@ -392,14 +392,14 @@ def test_command_line(tmp_path, fake):
     p, url = start_proxy(tmp_path, fake.url)
     try:
         port = url.rsplit(':', 1)[1]
-        r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', 'proxy', '--root', str(tmp_path), '--port', port], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), '--port', port], capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and r.stderr.strip().count('\n') == 0 and 'already in use' in r.stderr
     finally: p.kill(); p.wait()
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', 'proxy', '--root', str(tmp_path), '--host', '0.0.0.0', '--port', '0'], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), '--host', '0.0.0.0', '--port', '0'], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and 'without a token' in r.stderr and r.stderr.strip().count('\n') == 0
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', 'proxy', '--root', str(tmp_path / 'nope')], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path / 'nope')], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and 'is not a folder' in r.stderr
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', '--help'], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', '--help'], capture_output=True, text=True, timeout=60)
     assert 'proxy' in r.stdout
     p, url = start_proxy(tmp_path, fake.url, '--token', 's3cret-token')
     try:
@@ -440,7 +440,7 @@ def test_setup_proxy(tmp_path):
     (root / '.claude' / 'settings.local.json').write_text(json.dumps(dict(permissions=dict(allow=['Read']))))
     env = dict(os.environ, HOME=str(home))
     env.pop('CLAUDE_CONFIG_DIR', None)
-    cmd = [sys.executable, '-m', 'headlesnb.cli', 'setup', '--project', str(root), '--proxy', '8799']
+    cmd = [sys.executable, '-m', 'headlesnb.fronts.cli', 'setup', '--project', str(root), '--proxy', '8799']
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert f'headlesnb proxy --root {root} --port 8799' in r.stdout
@@ -472,7 +472,7 @@ def test_claude_code_through_the_proxy(tmp_path):
         if n == 2: return {'tool_calls': [('mcp__headlesnb__tool_results', {'operation': 'close', 'ids': 'toolu_read1'}, 'toolu_tr1')]}
         return 'all done'
     cfg = home / 'mcp.json'
-    cfg.write_text(json.dumps({'mcpServers': {'headlesnb': {'command': sys.executable, 'args': ['-m', 'headlesnb.cli', 'mcp', '--root', str(root)]}}}))
+    cfg.write_text(json.dumps({'mcpServers': {'headlesnb': {'command': sys.executable, 'args': ['-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root)]}}}))
     with FakeAnthropic([reply] * 12, validate=False) as fake:
         p, url = start_proxy(root, fake.url, log=tmp_path / 'logs')
         try:

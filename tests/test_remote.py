@@ -9,7 +9,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from conftest import free_port, interrupt_soon, run_text
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
-from headlesnb.remote import RemoteKernel
+from headlesnb.kernels.remote import RemoteKernel
 from headlesnb.base import make_kernel
 
 EG_VENV = Path(os.environ.get('HEADLESNB_EG_VENV', Path.home() / '.cache/headlesnb/eg-venv-3.3.0'))
@@ -177,7 +177,7 @@ def test_clear_errors(server):
 
 OWNER = textwrap.dedent('''
     import sys
-    from headlesnb.remote import RemoteKernel
+    from headlesnb.kernels.remote import RemoteKernel
     k = RemoteKernel(sys.argv[1], sys.argv[2])
     k.run('1')
     print(k.kernel_id, flush=True)
@@ -191,7 +191,7 @@ def test_kernels_we_started_are_shut_down_at_exit(server):
 
 def test_kernel_choice_on_a_server(server):
     from headlesnb.base import kernel_for_notebook
-    from headlesnb.subkernel import list_kernelspecs
+    from headlesnb.kernels.subkernel import list_kernelspecs
     specs = list_kernelspecs(server.url, server.token)
     assert 'python3' in specs and specs['python3']['language'] == 'python'
     py_nb = {'kernelspec': {'name': 'my-env', 'language': 'python'}}

@@ -6,7 +6,7 @@ import nbformat, pytest
 
 HERE = Path(__file__).parent
 PM_NBS = HERE / 'papermill_nbs'
-HB = [sys.executable, '-m', 'headlesnb.cli', 'run']
+HB = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run']
 PM = [sys.executable, '-m', 'papermill']
 KS = {'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}}
 HAS_PAPERMILL = importlib.util.find_spec('papermill') is not None

@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat, pytest
 from test_run_cli import KS, mk_nb  # a notebook file from cell sources, or (source, tags)
 
-HB = [sys.executable, '-m', 'headlesnb.cli', 'run']
+HB = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run']
 SECRET_FILE_WORDS = ('AWS_SECRET_ACCESS_KEY',)
 
 def hb(*args, env=None, cwd=None, timeout=120):
@@ -142,7 +142,7 @@ def test_a_protocol_no_installed_package_serves_names_the_extra(tmp_path):
 def test_memory_urls_through_the_python_api(tmp_path):
     script = '''
 import fsspec, json, nbformat
-from headlesnb.run import run_notebook, execute_notebook
+from headlesnb import run_notebook, execute_notebook
 nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1'), nbformat.v4.new_code_cell('print(x + 1)')])
 nb.cells[0].metadata['tags'] = ['parameters']
 fs = fsspec.filesystem('memory')

@@ -67,7 +67,7 @@ def start_server(root: Path, *args, port=None, token=None, wait=True) -> Server:
     port = port or free_port()
     log = root.parent / f'{root.name}-{port}.log'
     with open(log, 'w') as out:
-        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(root), '--port', str(port), *args],
+        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port), *args],
                                 cwd=REPO, env=ENV, stdout=out, stderr=subprocess.STDOUT)
     srv = Server(root, port, proc, log, token)
     if wait:
@@ -313,7 +313,7 @@ def test_foreign_origin_websocket_refused(tmp_path):
 def test_serve_off_loopback_needs_a_token(tmp_path, browser):
     root = tmp_path / 'root'; root.mkdir()
     port = free_port()
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(root), '--host', '0.0.0.0', '--port', str(port)],
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--host', '0.0.0.0', '--port', str(port)],
                        cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and 'token' in r.stderr, r.stderr
     token = 'tok-' + os.urandom(8).hex()
@@ -339,7 +339,7 @@ def test_mcp_http_off_loopback(tmp_path):
     from mcp.client.streamable_http import streamable_http_client
     import httpx2
     port = free_port()
-    args = [sys.executable, '-m', 'headlesnb.mcp', '--root', str(tmp_path), '--transport', 'http', '--host', '0.0.0.0', '--port', str(port)]
+    args = [sys.executable, '-m', 'headlesnb.fronts.mcp', '--root', str(tmp_path), '--transport', 'http', '--host', '0.0.0.0', '--port', str(port)]
     r = subprocess.run(args, env=ENV, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and 'token' in r.stderr, r.stderr
     token = 'mcp-' + os.urandom(8).hex()

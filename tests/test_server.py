@@ -51,7 +51,7 @@ def running_server(root: Path):
     port, log = free_port(), root.parent / f'{root.name}-server.log'
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
     with open(log, 'w') as out:
-        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(root), '--port', str(port)],
+        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port)],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     srv = Server(root, port, proc, log)
     try:
@@ -306,6 +306,6 @@ def test_bad_requests_get_json_errors(server):
 
 def test_empty_token_is_refused(tmp_path):
     "`headlesnb serve --token \"$SECRET\"` with SECRET unset must not serve without auth"
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.cli', 'serve', '--root', str(tmp_path), '--token', ''],
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(tmp_path), '--token', ''],
                        capture_output=True, text=True, timeout=60, cwd=REPO)
     assert r.returncode != 0 and '--token is empty (an unset variable?)' in r.stderr, r.stderr

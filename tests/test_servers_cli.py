@@ -21,7 +21,7 @@ ENV = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('P
 ENV.pop('JUPYTER_URL', None)
 
 def hb(*args, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', *map(str, args)], env=ENV, cwd=REPO, text=True,
+    return subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', *map(str, args)], env=ENV, cwd=REPO, text=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 def wait_listening(proc, port:int, within:float=60):
@@ -58,7 +58,7 @@ def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind):
     with socket.socket() as s: assert s.connect_ex(('127.0.0.1', port)) != 0  # and the port is free again
 
 def test_ctrl_c_ends_the_stdio_mcp_server_quietly(tmp_path):
-    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stderr.readline().startswith('headlesnb mcp: serving')
     p.send_signal(signal.SIGINT)
@@ -116,7 +116,7 @@ def test_serve_runs_each_dialog_in_its_own_kernel_process(tmp_path):
 
 @asynccontextmanager
 async def mcp_session(root, *extra):
-    params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.cli', 'mcp', '--root', str(root), *extra], env=ENV)
+    params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root), *extra], env=ENV)
     with open(root / 'mcp.log', 'w') as errlog:
         async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
             await s.initialize()

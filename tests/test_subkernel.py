@@ -6,8 +6,8 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
-from headlesnb.subkernel import SubprocessKernel, list_kernelspecs
-from headlesnb.kernel import namespace_variable, namespace_variables
+from headlesnb.kernels.subkernel import SubprocessKernel, list_kernelspecs
+from headlesnb.kernels.kernel import namespace_variable, namespace_variables
 from headlesnb.base import kernel_for_notebook, make_kernel
 
 
@@ -211,7 +211,7 @@ def test_a_forgotten_kernel_dies_with_its_object():
 
 OWNER = textwrap.dedent('''
     import sys, threading, time
-    from headlesnb.subkernel import SubprocessKernel
+    from headlesnb.kernels.subkernel import SubprocessKernel
     k = SubprocessKernel()
     k.run('1')
     print(k.pid, flush=True)

@@ -265,7 +265,7 @@ def normalise_outputs(outputs:list, wd) -> list:
     return res
 
 def streams_apart(run:dict) -> dict:
-    """`run` with each run of consecutive stream outputs reordered stdout first, then stderr (for kernel processes):
+    """`fronts.run` with each run of consecutive stream outputs reordered stdout first, then stderr (for kernel processes):
     ipykernel sends stdout and stderr from separate buffers, each flushed on its own timer, so which of the two
     comes first between two other outputs depends on timing (nbclient's own runs vary so on a loaded machine)"""
     def reorder(outs):
@@ -366,12 +366,12 @@ def _nbclient_worker():
 
 def inprocess_factory(before:bool=False):
     "The in-process kernel as `headlesnb run` makes it (png figures like ipykernel's default, no output cap, main thread)"
-    from headlesnb.inprocess import InProcessKernel
+    from headlesnb.kernels.inprocess import InProcessKernel
     if before: return lambda wd: InProcessKernel(cwd=wd, mpl_format='png', output_limit=10**9)
     return lambda wd: InProcessKernel(cwd=wd, mpl_format='png', output_limit=None, main_thread=True)
 
 def subprocess_factory():
-    from headlesnb.subkernel import SubprocessKernel
+    from headlesnb.kernels.subkernel import SubprocessKernel
     return lambda wd: SubprocessKernel(cwd=wd)
 
 FACTORIES = {'inprocess': inprocess_factory, 'inprocess-before': lambda: inprocess_factory(before=True),
