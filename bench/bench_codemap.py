@@ -13,7 +13,7 @@ that it can be edited). Figures, each against its target, baselines measured in 
 import json, os, shutil, statistics, subprocess, sys, sysconfig, tempfile, time
 from pathlib import Path
 from headlesnb.workspace.codemap import CodeMap, open_codemap
-from headlesnb.workspace.core import WorkspaceManager
+from headlesnb.workspace import WorkspaceManager
 import headlesnb  # every workspace idea registered
 
 AIDER_PY = Path.home() / '.cache/headlesnb/aider-venv/bin/python'

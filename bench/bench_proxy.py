@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's headlesnb, whatever is installed
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests'))
 import httpx, psutil
-from headlesnb.workspace.core import WorkspaceManager
+from headlesnb.workspace import WorkspaceManager
 from headlesnb.fronts.proxy import WorkspaceReader, serve
 import headlesnb
 

@@ -17,7 +17,7 @@ import shutil, statistics, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's headlesnb, whatever is installed
-from headlesnb.workspace.core import WorkspaceManager
+from headlesnb.workspace import WorkspaceManager
 from headlesnb.workspace import structure as ws_structure
 
 N_FILES, REPEATS = 2_000, 15

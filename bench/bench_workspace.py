@@ -21,7 +21,7 @@ import random, re, statistics, sys, tempfile, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's headlesnb, whatever is installed
-from headlesnb.workspace.core import WorkspaceManager
+from headlesnb.workspace import WorkspaceManager
 
 N_WINDOWS, LINES, FILE_LINES, REPEATS = 50, 100, 500, 50
 

@@ -10,7 +10,7 @@ from .errors import *
 from .kernels.kernel import OUTPUT_LIMIT
 from .notebook import NotebookManager
 from .dialog import DialogManager
-from .workspace.core import WorkspaceManager
+from .workspace import WorkspaceManager
 from .agents.tree import AgentManager
 
 # %% ../nbs/20_engine.ipynb #3556f8c7

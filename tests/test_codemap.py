@@ -5,7 +5,7 @@ from pathlib import Path
 import anyio, pytest
 from headlesnb.workspace.codemap import CodeMap, lang_of
 from headlesnb.errors import BadArgumentError, NotFoundError
-from headlesnb.workspace.core import WorkspaceManager
+from headlesnb.workspace import WorkspaceManager
 
 FIXTURE = Path(__file__).parent / 'fixtures' / 'codemap'
 STDLIB = Path(sysconfig.get_paths()['stdlib'])
@@ -229,7 +229,7 @@ def test_fresh_workspace_maps_code_without_a_call(tree):
     "A fresh process: a workspace over a code folder says its map is being built, then shows it, with no code-map tool called"
     code = textwrap.dedent(f"""
         import time
-        from headlesnb.workspace.core import WorkspaceManager
+        from headlesnb.workspace import WorkspaceManager
         ws = WorkspaceManager({str(tree)!r}).open_workspace('w')
         first = dict(ws.sections())['STRUCTURAL_VIEW']
         assert first.startswith('(being built in the background'), first
@@ -250,7 +250,7 @@ def test_workspace_off_costs_nothing(tree):
     "A workspace with the code map off renders one line and imports no parser, scorer or graph library"
     code = textwrap.dedent(f"""
         import sys, headlesnb
-        from headlesnb.workspace.core import WorkspaceManager
+        from headlesnb.workspace import WorkspaceManager
         from headlesnb.workspace.structure import OFF
         ws = WorkspaceManager({str(tree)!r}, code_map=False).open_workspace('w')
         text = dict(ws.sections())['STRUCTURAL_VIEW']

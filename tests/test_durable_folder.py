@@ -9,7 +9,7 @@ import json, os, signal, subprocess, sys
 
 import anyio
 import pytest
-from test_mcp import http_session, ok, run, server_args
+from test_mcp import http_session, ok, run, server_args, until_answering
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -37,11 +37,7 @@ def test_acknowledged_edits_of_one_folder_survive_sigkill(tmp_path):
             except Exception:
                 if not killed: raise  # (the killed server ends the other clients' calls)
         async def edits():
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        async with http_session(url) as s: break
-                    except Exception: await anyio.sleep(0.2)
+            await until_answering(url)
             go, readies = anyio.Event(), [anyio.Event() for _ in range(CLIENTS)]
             with anyio.fail_after(120):
                 async with anyio.create_task_group() as tg:

@@ -71,7 +71,7 @@ def test_mcp_picks_kernels_and_lists_variables(tmp_path):
             await ok(s, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create', kernel='python3')
             await ok(s, 'execute_code', code='answer = 42')
             kernels = await ok(s, 'list_kernels')
-            assert '\tsubprocess\tpython3\t' in kernels, kernels
+            assert '\tnb\tsubprocess\t' in kernels.splitlines()[1], kernels  # JMS's columns, then notebook, backend
             assert 'answer\tint\t\t42' in await ok(s, 'list_variables')
             assert (await ok(s, 'inspect_variable', name='answer')).startswith('answer: int')
             assert 'not installed' in await err(s, 'use_notebook', notebook_name='r', notebook_path='r.ipynb', mode='create', kernel='ir')
@@ -88,8 +88,8 @@ def test_mcp_runs_notebooks_on_a_real_jupyter_server(tmp_path, jupyter_server):
             await ok(s, 'use_notebook', notebook_name='nb', notebook_path='nb.ipynb', mode='create')
             out = await ok(s, 'insert_execute_code_cell', cell_index=-1, cell_source='import os; os.getpid()')
             kernels = await ok(s, 'list_kernels')
-            kid = kernels.splitlines()[1].split('\t')[3]
-            assert '\tremote\tpython3\t' in kernels and kid in srv.kernel_ids() - before, kernels
+            kid = kernels.splitlines()[1].split('\t')[0]  # JMS's ID: the server's kernel id
+            assert '\tnb\tremote\t' in kernels and kid in srv.kernel_ids() - before, kernels
             assert str(os.getpid()) not in out
             assert '7' in await ok(s, 'execute_code', code='3 + 4', kernel_id=kid)  # attached by id, not a notebook's
             await ok(s, 'unuse_notebook', notebook_name='nb')

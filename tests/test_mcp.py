@@ -437,6 +437,15 @@ async def http_session(url, token=None):
             yield s
 
 
+async def until_answering(url, within=60):
+    "Wait until the HTTP server at `url` answers an MCP session (it was just started)"
+    with anyio.fail_after(within):
+        while True:
+            try:
+                async with http_session(url): return
+            except Exception: await anyio.sleep(0.2)
+
+
 async def http_round_trip(url, token=None):
     async with http_session(url, token) as s:
         assert 'insert_cell' in {t.name for t in (await s.list_tools()).tools}

@@ -11,7 +11,7 @@ import json, os, re, signal, subprocess, sys, time
 import anyio
 import pytest
 from mcp.types import TextContent
-from test_mcp import stdio_session, http_server, http_session, ok, err, text, run, server_args  # noqa: F401 (fixture)
+from test_mcp import stdio_session, http_server, http_session, ok, err, text, run, server_args, until_answering  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -165,11 +165,7 @@ def test_acknowledged_edits_survive_sigkill(tmp_path):
     try:
         url = f'http://127.0.0.1:{port}/mcp'
         async def edits():
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        async with http_session(url) as s: break
-                    except Exception: await anyio.sleep(0.2)
+            await until_answering(url)
             async with http_session(url) as s:
                 await ok(s, 'use_notebook', notebook_name='nb', mode='create')
                 for i in range(20): await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source=f'x = {i}')

@@ -10,7 +10,7 @@ import pytest
 from headlesnb.errors import (BadArgumentError, ConflictError, CorruptFileError, HeadlesnbError, NotFoundError,
                               PathOutsideRootError)
 from headlesnb.context import estimate_tokens
-from headlesnb.workspace.core import WorkspaceManager, parse_augment, truncate_middle, shift_view, TOOL_NAMES
+from headlesnb.workspace import WorkspaceManager, parse_augment, truncate_middle, shift_view, TOOL_NAMES
 
 A_PY = 'import os\n\ndef f(x):\n    return x + 1\n'
 

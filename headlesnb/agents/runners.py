@@ -661,7 +661,7 @@ def _open(self:DialogRunner):
 @patch
 def _workspace(self:DialogRunner):
     if self.workdir == self.mgr.root: return self.mgr.workspaces.for_dialog(self.name, self.mgr.dialogs)
-    from headlesnb.workspace.core import WorkspaceManager, Workspace
+    from headlesnb.workspace import WorkspaceManager, Workspace
     ws = Workspace(WorkspaceManager(self.workdir), self.name, self.store.path(self.id) / 'dialog.workspace.json')
     ws.dialog = self.name
     return ws

@@ -49,7 +49,7 @@ class AgentManager(BaseManager, Runners):
         "The WorkspaceManager giving dialog agents their file windows, editors and search (made on first use)"
         with self._lock:
             if self._workspaces is None:
-                from headlesnb.workspace.core import WorkspaceManager
+                from headlesnb.workspace import WorkspaceManager
                 self._workspaces = WorkspaceManager(self.root, dialogs=self._dialogs)
             return self._workspaces
 

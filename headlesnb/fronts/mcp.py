@@ -1127,7 +1127,7 @@ def _on_workspace(wm, name:str, tool, default:str='default', opt_in=()):
 
 def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions, default:str='default', shell:bool=False):
     "Add a `WorkspaceManager`'s tools (one per container, with an `operation` argument), `tool_results` and `workspace_view` to `srv`; `default`: the workspace they act on unless told; `shell`: offer the shell tool"
-    from headlesnb.workspace.core import Workspace, TOOL_NAMES
+    from headlesnb.workspace import Workspace, TOOL_NAMES
     from headlesnb.paths import check_name
     wm, default = workspace, check_name(default, 'workspace name')
     opt_in = ('tool_results', *(('shell',) if shell else ()))

@@ -15,7 +15,7 @@ from fastcore.basics import patch
 from ..errors import *
 from ..paths import check_name
 from ..utils import check_str
-from ..workspace.core import Workspace, WorkspaceManager, STATE_SUFFIX
+from ..workspace import Workspace, WorkspaceManager, STATE_SUFFIX
 from ..document import _sig
 from .security import Guard, is_loopback, bracket
 
