@@ -76,7 +76,7 @@ def main():
             if very_first is None: very_first = dt
             else: first.append(dt)
             b = ws_structure._BUILDS[str(root)]
-            while not b.finished.is_set():
+            while not b.finished:
                 dt, text = timed(wm, f'during{r}')
                 if text.startswith('(being built'):
                     during.append(dt)

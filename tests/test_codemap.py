@@ -266,7 +266,7 @@ def test_workspace_off_costs_nothing(tree):
 def _built(ws, timeout=120):
     from headlesnb.workspace import structure as ws_structure
     b = ws_structure._BUILDS.get(str(ws.root))
-    if b is not None: assert b.finished.wait(timeout)
+    if b is not None: assert b.wait(timeout)
     return dict(ws.sections())['STRUCTURAL_VIEW']
 
 

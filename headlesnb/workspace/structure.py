@@ -6,8 +6,8 @@
 __all__ = ['STRUCTURE_BUDGET', 'REFRESH_EVERY', 'MAX_FILES', 'VIEWS', 'OFF', 'RETRY', 'POLL', 'Build', 'background_build']
 
 # %% ../../nbs/14g_workspace.structure.ipynb #a097bd1b
-import json, os, queue, subprocess, sys, tempfile, threading, time
-from dataclasses import dataclass, field
+import json, os, subprocess, sys, tempfile, threading, time
+from collections import deque
 from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
@@ -43,7 +43,7 @@ def _limit(ws):
 
 def _map(root, refresh:bool=True):
     "The root's `CodeMap` (after its background build, if one runs), caught up with the disk (`refresh`; else at most every `REFRESH_EVERY` s, skipped while another process writes it)"
-    if (b := _BUILDS.get(str(root))) is not None: b.finished.wait()  # one writer: the build's result first, then ours
+    if (b := _BUILDS.get(str(root))) is not None: b.wait()  # one writer: the build's result first, then ours
     from headlesnb.workspace.codemap import open_codemap
     cm = open_codemap(root)
     if refresh or time.monotonic() - getattr(cm, 'looked', 0) > REFRESH_EVERY:
@@ -62,31 +62,33 @@ def codemap(self:Workspace, refresh:bool=True):
 # %% ../../nbs/14g_workspace.structure.ipynb #a5c07c17
 RETRY = 60.0  # seconds before a root found without code (or whose build failed) is looked at again
 POLL = 0.05   # seconds between the builder's looks at the queue: a render that asks for a build only queues it (waking a thread costs a render a third more)
-_BUILDS, _PENDING, _LOCK, _BUILDER = {}, queue.SimpleQueue(), threading.Lock(), []
+_BUILDS, _PENDING, _LOCK, _DONE, _BUILDER = {}, deque(), threading.Lock(), threading.Condition(), []
 _CHILD = ('import json, sys; a = json.loads(sys.stdin.read()); sys.path[:] = a[0]; '
           'from headlesnb.workspace.codemap import _build_main; _build_main(*a[1:])')
+_WAIT = 'it shows here when done; the code-map tools wait for it'
+_LISTING = f"(being built in the background: listing the code files; {_WAIT})"
 
-@dataclass
 class Build:
-    "The background build of one root's map and how far it got (`state`: waiting, listing, parsing, ranking, ready, large, empty or failed)"
-    root: str
-    limit: int|None
-    state: str = 'waiting'
-    done: int = 0
-    total: int = 0
-    error: str = ''
-    ended: float = 0.0
-    pid: int|None = None
-    finished: threading.Event = field(default_factory=threading.Event)
+    "The background build of one root's map and how far it got (`state`: waiting, listing, parsing, ranking, ready, large, empty or failed; `ended` once it is over)"
+    state, done, total, error, ended, pid = 'waiting', 0, 0, '', None, None  # until the builder sets them: a render makes the record with two fields
+    def __init__(self, root:str, limit:int|None): self.root, self.limit = root, limit
+    def __repr__(self): return f"Build({self.root!r}, state={self.state!r}, {self.done}/{self.total}, error={self.error!r})"
+
+    @property
+    def finished(self) -> bool: return self.ended is not None
+
+    def wait(self, timeout:float|None=None) -> bool:
+        "Wait for the build to be over (at most `timeout` seconds): whether it is"
+        with _DONE: return _DONE.wait_for(lambda: self.ended is not None, timeout)
 
     def describe(self) -> str:
         "What STRUCTURAL_VIEW says meanwhile, or instead of the map"
-        wait = 'it shows here when done; the code-map tools wait for it'
-        if self.state in ('waiting', 'listing'): return f"(being built in the background: listing the code files; {wait})"
-        if self.state == 'parsing': return f"(being built in the background: {self.done:,} of {self.total:,} code files parsed; {wait})"
-        if self.state == 'ranking': return f"(being built in the background: {self.total:,} code files parsed, ranking them; {wait})"
-        if self.state == 'large': return f"(off: more than {self.limit:,} code files under the root; structure(operation='on') maps them anyway)"
-        if self.state == 'empty': return "(no code files under the root)"
+        s = self.state  # read once: the builder moves it on meanwhile
+        if s in ('waiting', 'listing'): return _LISTING
+        if s == 'parsing': return f"(being built in the background: {self.done:,} of {self.total:,} code files parsed; {_WAIT})"
+        if s in ('ranking', 'ready'): return f"(being built in the background: {self.total:,} code files parsed, ranking them; {_WAIT})"  # ready: being marked over
+        if s == 'large': return f"(off: more than {self.limit:,} code files under the root; structure(operation='on') maps them anyway)"
+        if s == 'empty': return "(no code files under the root)"
         return f"(the code map could not be built: {self.error}; any code-map tool tries again)"
 
 def background_build(root, limit:int|None) -> Build:
@@ -94,12 +96,12 @@ def background_build(root, limit:int|None) -> Build:
     key = str(root)
     with _LOCK:
         b = _BUILDS.get(key)
-        stale = b is not None and b.finished.is_set() and (
+        stale = b is not None and b.finished and (
             (b.state == 'large' and (limit is None or limit > b.limit)) or
             (b.state in ('empty', 'failed') and time.monotonic() - b.ended > RETRY))
         if b is None or stale:
             b = _BUILDS[key] = Build(key, limit)
-            _PENDING.put(b)
+            _PENDING.append(b)
             if not _BUILDER:
                 _BUILDER.append(threading.Thread(target=_builder, name='codemap-builder', daemon=True))
                 _BUILDER[0].start()
@@ -107,11 +109,12 @@ def background_build(root, limit:int|None) -> Build:
 
 def _builder():
     while True:
-        try: b = _PENDING.get_nowait()
-        except queue.Empty: time.sleep(POLL); continue
+        if not _PENDING: time.sleep(POLL); continue  # the only taker: what it saw is there
+        b = _PENDING.popleft()
         try: _build(b)
         except Exception as e: b.state, b.error = 'failed', f'{type(e).__name__}: {e}'
-        finally: b.ended = time.monotonic(); b.finished.set()
+        finally:
+            with _DONE: b.ended = time.monotonic(); _DONE.notify_all()
 
 def _build(b:Build):
     b.state = 'listing'
@@ -187,14 +190,13 @@ def structure(self:Workspace, operation:str, path:str='', query:str='', k:int=20
 # %% ../../nbs/14g_workspace.structure.ipynb #11900063
 @patch
 def _render_structure(self:Workspace) -> str:
-    st = self.code_map
     if (limit := _limit(self)) is False: return OFF
-    key, cm = str(self.root), None
-    cm = getattr(sys.modules.get('headlesnb.workspace.codemap'), '_OPEN', {}).get(key)  # not imported, or being imported by the builder: nothing is open yet
-    if cm is None or ((b := _BUILDS.get(key)) is not None and not b.finished.is_set()):
-        b = background_build(key, limit)
-        if b.state != 'ready': return b.describe()
+    key = str(self.root)
+    if (b := _BUILDS.get(key)) is not None and not b.finished: return b.describe()  # under way: how far it got
+    if key not in getattr(sys.modules.get('headlesnb.workspace.codemap'), '_OPEN', ()):  # no map open here (the code map not imported, or being imported by the builder)
+        if (b := background_build(key, limit)).state != 'ready': return b.describe()
     cm = _map(self.root, refresh=False)
+    st = self.code_map
     budget = self.budgets.get('STRUCTURAL_VIEW', STRUCTURE_BUDGET) * 4 * 9 // 10  # characters, a tenth kept for the lines around
     focus = list(dict.fromkeys([w.path for w in self.files.values() if w.kind in ('range', 'search', 'cell')] +
                                [e.rel for e in self.editors.values()] + cm.recent[:10]))
