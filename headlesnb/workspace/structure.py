@@ -6,7 +6,7 @@
 __all__ = ['STRUCTURE_BUDGET', 'REFRESH_EVERY', 'MAX_FILES', 'VIEWS', 'OFF', 'RETRY', 'POLL', 'Build', 'background_build']
 
 # %% ../../nbs/14g_workspace.structure.ipynb #a097bd1b
-import json, os, subprocess, sys, tempfile, threading, time
+import _thread, json, os, subprocess, sys, tempfile, threading, time
 from collections import deque
 from pathlib import Path
 from typing import Literal
@@ -102,9 +102,8 @@ def background_build(root, limit:int|None) -> Build:
         if b is None or stale:
             b = _BUILDS[key] = Build(key, limit)
             _PENDING.append(b)
-            if not _BUILDER:
-                _BUILDER.append(threading.Thread(target=_builder, name='codemap-builder', daemon=True))
-                _BUILDER[0].start()
+            if not _BUILDER:  # one a process; threading.Thread.start would wait for it to run (0.2-4 ms of this render)
+                _BUILDER.append(_thread.start_new_thread(_builder, ()))
         return b
 
 def _builder():
