@@ -81,7 +81,8 @@ def run_parser() -> argparse.ArgumentParser:
     a('--inject-paths', action='store_true', help='both of the above')
     a('--engine', help="papermill's engine name: accepted for compatibility; headlesnb has one engine (default: headlesnb)")
     a('--request-save-on-cell-execute', action=_OnOff, off=['--no-request-save-on-cell-execute'], default=True,
-      help='write the output as cells finish, at most once a second (default: on; always written at the end)')
+      help='write the output as cells finish, at most once a second (to a URL of a store: once in 5 s, without waiting for it) '
+           '(default: on; always written at the end)')
     a('--autosave-cell-every', type=_count, default=30, metavar='S', help='during a long cell, write its outputs so far every S seconds; 0: never (default: 30)')
     a('--prepare-only', action=_OnOff, off=['--prepare-execute'], default=False, help='inject the parameters and write the output without running (default: off)')
     a('-k', '--kernel', help="kernel to run: `kernels.inprocess` (Python in this process) or a Jupyter kernelspec name "

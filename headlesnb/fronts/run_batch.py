@@ -291,9 +291,10 @@ def _worker_pool(a) -> KernelPool:
         if (p := _pools.get(key := (a.kernel, a.start_timeout))) is None: p = _pools[key] = KernelPool(a.start_timeout, starters=2, max_idle=120)
         return p
 
-def cluster_task(a, inp:str, out:str|None, key:list) -> _Job:
+def cluster_task(a, inp:str, out:str|None, key:list, left:int=2) -> _Job:
     """One notebook as a task on a Dask worker. The scheduler runs a task again when its worker dies: the attempts are
-    counted in the scheduler's metadata under `key`, so a notebook runs at most twice, then counts as failed naming the deaths"""
+    counted in the scheduler's metadata under `key`, so a notebook runs at most twice, then counts as failed naming the deaths.
+    `left`: this worker's share of the notebooks submitted after this one (no more kernels are started ahead than it may take)"""
     from distributed import get_client, get_worker
     me, c = get_worker().address, get_client()
     log.setLevel(a.log_level or ('INFO' if a.log_output else 'WARNING')); log.propagate = False  # (the job keeps its log; the worker's stays clean)
@@ -306,7 +307,7 @@ def cluster_task(a, inp:str, out:str|None, key:list) -> _Job:
         return j
     if _warm_kernels(a):
         pool = _worker_pool(a)
-        pool.prime(a.kernel, _job_cwd(a, inp), upto=3)  # this one's, and two for the next ones, started while this one runs
+        pool.prime(a.kernel, _job_cwd(a, inp), upto=1 + min(2, left))  # this one's, and two for the next ones, started while this one runs
         run_job(a, j, pool)
     else: run_child(a, j)
     if tried:
@@ -322,7 +323,7 @@ class _LocalWorkers:
         with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
         self.address = f'tcp://127.0.0.1:{port}'
         env = {**os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}  # (a worker starts kernel processes of its own)
-        if warm: env['HEADLESNB_WARM'] = json.dumps(warm)  # the kernels to start as soon as a worker is up (see `dask_setup`)
+        if warm: env['HEADLESNB_WARM'] = json.dumps({**warm, 'upto': min(2, -(-warm['notebooks'] // n))})  # the kernels to start as soon as a worker is up (see `dask_setup`): two, or its share of a small batch
         # the workers start first (they wait for the scheduler), so their imports overlap ours; each loads headlesnb before its first task
         self.procs = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', self.address, '--host', '127.0.0.1', '--nthreads', '1',
                                         '--no-nanny', '--no-dashboard', '--preload', 'headlesnb.fronts.run_batch'], stdin=subprocess.DEVNULL,
@@ -343,7 +344,7 @@ def dask_setup(worker):
     "Dask's preload hook: a worker `--cluster local:N` started primes the batch's first kernels while the cluster comes up"
     if (w := os.environ.get('HEADLESNB_WARM')):
         w = json.loads(w)
-        _worker_pool(SimpleNamespace(kernel=w['kernel'], start_timeout=w['start_timeout'])).prime(w['kernel'], w['cwd'], upto=2)
+        _worker_pool(SimpleNamespace(kernel=w['kernel'], start_timeout=w['start_timeout'])).prime(w['kernel'], w['cwd'], upto=w['upto'])
 
 def connect(address:str, start_timeout:float=60, warm:dict|None=None):
     "A Dask client for `--cluster`: `tcp://HOST:PORT` (a running scheduler) or `local:N` (N worker processes started here); and what to close"
@@ -377,13 +378,14 @@ def run_cluster(a, jobs:list, report) -> bool:
     "A batch as tasks of a Dask cluster; one line per notebook as it ends; True if interrupted"
     from distributed import as_completed
     cwd = _job_cwd(a, jobs[0].inp) if jobs else None
-    warm = dict(kernel=a.kernel, cwd=cwd, start_timeout=a.start_timeout) if _warm_kernels(a) and cwd else None
+    warm = dict(kernel=a.kernel, cwd=cwd, start_timeout=a.start_timeout, notebooks=len(jobs)) if _warm_kernels(a) and cwd else None
     client, local = connect(a.cluster, a.start_timeout, warm)
     if a.output_dir: make_folder(a.output_dir)
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
     try:
-        futs = {client.submit(cluster_task, a, j.inp, j.out, ['headlesnb-run', batch, str(i)], key=f'headlesnb-run-{batch}-{i}', pure=False): j
-                for i, j in enumerate(jobs)}
+        w = max(1, len(client.scheduler_info().get('workers') or ()))
+        futs = {client.submit(cluster_task, a, j.inp, j.out, ['headlesnb-run', batch, str(i)], -(-(len(jobs) - 1 - i) // w),  # (a worker's share of the rest)
+                              key=f'headlesnb-run-{batch}-{i}', pure=False): j for i, j in enumerate(jobs)}
         try:
             for f in as_completed(futs):
                 j = futs[f]

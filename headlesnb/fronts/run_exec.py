@@ -367,7 +367,7 @@ class _RunDoc:
 
 class _Run(BaseManager):
     "One prepared notebook run on `kernels.kernel` through the managers' run path, with papermill's metadata, progress, logs and saves"
-    kind, save_gap = 'notebook', 1.0  # seconds: at most one intermediate write per save_gap
+    kind, save_gap, store_save_gap = 'notebook', 1.0, 5.0  # seconds: at most one intermediate write per save_gap (on a store, per store_save_gap)
 
     def __init__(self, nb, kernel, cwd, save=None, incremental:bool=True, timeout:float|None=None, allow_errors:bool=False,
                  progress_bar:bool=False, log_output:bool=False, stdout_file=None, stderr_file=None, autosave_every:float=30,
@@ -379,6 +379,7 @@ class _Run(BaseManager):
         self.cell_timeout = timeout  # the current cell's limit: the smaller of its own and what is left of the run's
         self.files = {'stdout': stdout_file, 'stderr': stderr_file}
         self.autosave_every = autosave_every if save and incremental else 0
+        if getattr(save, 'remote', False): self.save_gap = self.store_save_gap
         self.bar = _Bar(len(nb.cells)) if progress_bar else None
         self.doc = _RunDoc(nb)
         self.lock = self.doc.lock  # guards the notebook and the current cell between the run and the watcher
@@ -463,11 +464,13 @@ def _watch(self:_Run, stop:threading.Event):
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #f5cac7e0
 @patch
-def save(self:_Run, force:bool=False):
+def save(self:_Run, force:bool=False, wait:bool=False):
+    "Write the notebook: past the gap since the last save, or now with `force`; an autosave to a store is sent without waiting unless `wait`"
     if self.save_fn is None: return
     if not force and (not self.incremental or time.monotonic() - self.saved_at < self.save_gap): return
     with self.lock: text = dump_nb(self.nb)
-    self.save_fn(text)
+    post = None if wait else getattr(self.save_fn, 'post', None)
+    (post or self.save_fn)(text)
     self.saved_at = time.monotonic()
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #4e7af360
@@ -491,7 +494,7 @@ def _run_started(self:_Run, it, cid:str):
 def _guard(self:_Run, cell):
     "A timed cell on an in-process kernel: the watchdog's deadline (the output file first gets the cells run so far)"
     if not (self.cell_timeout and getattr(self.kernel, 'main_thread', False)): return
-    self.save(force=True)
+    self.save(force=True, wait=True)
     self.watchdog = self.watchdog or _Watchdog()
     i = self.nb.cells.index(cell)
     self.watchdog.arm(self.cell_timeout + _Watchdog.grace,
@@ -600,7 +603,7 @@ def _finish(self:_Run, rep:RunReport):
     if rep.ran: self.nb.metadata['language_info'] = getattr(self.kernel, 'language_info', None) or _PY_INFO
     if rep.failure and rep.status in ('failed', 'timeout'): add_error_banner(self.nb, rep.failure['cell_index'], rep.failure['exec_count'])
     if self.bar: self.bar.close(sum(c.metadata.papermill['status'] != 'pending' for c in self.nb.cells))
-    self.save(force=True)
+    self.save(force=True, wait=True)
 
 @patch
 def run(self:_Run) -> RunReport:

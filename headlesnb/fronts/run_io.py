@@ -7,7 +7,7 @@ __all__ = ['CLOUD_EXTRA', 'is_url', 'local_path', 'redact', 'scrub', 'url_fs', '
            'basename', 'make_folder', 'text_sink', 'StoreHelper', 'start_store_helper', 'stop_store_helper']
 
 # %% ../../nbs/26_fronts.run_io.ipynb #e5c57f36
-import io, os, re, signal, subprocess, sys, threading
+import io, logging, os, re, signal, subprocess, sys, threading, time
 import headlesnb
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,6 +113,16 @@ def _put(url:str, data:bytes, doing:str):
     try: fs.pipe_file(p, data)
     except Exception as e: raise _refused(url, e, doing) from None
 
+class _StoreWriter:
+    "The `save(text)` of an output on a store: each call replaces the object whole; `post(text)` is an autosave nobody waits on"
+    remote = True
+    def __init__(self, url:str): self.url = url
+    def __call__(self, text:str): _on_store(_put, self.url, (text + '\n').encode('utf-8'), 'writing the notebook')
+    def post(self, text:str):
+        "Through the store helper, without waiting (skipped while the last one is unanswered); without a helper, as a save"
+        if (h := _helper) is None: self(text)
+        else: h.post(_put, self.url, (text + '\n').encode('utf-8'), 'writing the notebook')
+
 def writer(path):
     "A `save(text)` that writes the whole of `text` to `path`: atomically for a local file, as one object on a store"
     if (p := local_path(path)) is not None:
@@ -122,7 +132,7 @@ def writer(path):
             p.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(p, (text + '\n').encode('utf-8'))
         return save
-    return lambda text: _on_store(_put, path, (text + '\n').encode('utf-8'), 'writing the notebook')
+    return _StoreWriter(path)
 
 def join(folder:str, name:str) -> str:
     "`name` in `folder`, a local folder or a URL"
@@ -155,22 +165,53 @@ def text_sink(path):
 # %% ../../nbs/26_fronts.run_io.ipynb #a95b68dd
 _OPS = ('_read', '_check', '_put', '_mkdir')  # what a helper does, by name (the helper runs this module's own)
 
-_SERVE = 'import sys; sys.path.insert(0, sys.argv[1]); from headlesnb.fronts.run_io import _serve; _serve()'
+_SERVE = 'import sys; sys.path.insert(0, sys.argv[1]); from headlesnb.fronts.run_io import _serve_stdio; _serve_stdio()'
+
+class _Child:
+    "A forked helper, with the part of `subprocess.Popen`'s interface `StoreHelper.close` uses"
+    def __init__(self, pid:int): self.pid = pid
+    def wait(self, timeout:float):
+        end = time.monotonic() + timeout
+        while not os.waitpid(self.pid, os.WNOHANG)[0]:
+            if time.monotonic() > end: raise subprocess.TimeoutExpired('store helper', timeout)
+            time.sleep(0.005)
+    def kill(self): os.kill(self.pid, signal.SIGKILL)
 
 class StoreHelper:
-    "A child process doing this process's URL reads and writes in order (see above); `ask` starts one early, `call` waits for it"
+    """A child process doing this process's URL reads and writes in order (see above); `ask` starts one early, `call` waits for
+    it, `post` sends a write nobody waits on. Forked where this process has one thread (no interpreter to start: about 40 ms
+    sooner at work), else a new `python`"""
     def __init__(self):
-        from multiprocessing.connection import Connection
-        self.p = subprocess.Popen([sys.executable, '-c', _SERVE, str(Path(headlesnb.__file__).parents[1])], stdin=subprocess.PIPE,  # (this very package)
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.tx, self.rx = Connection(os.dup(self.p.stdin.fileno()), readable=False), Connection(os.dup(self.p.stdout.fileno()), writable=False)
-        self.p.stdin.close(); self.p.stdout.close()  # (the connections hold the pipes)
-        self.mu, self.sent, self.done, self.got, self.asked, self.alive = threading.Lock(), 0, 0, {}, {}, True
+        from multiprocessing.connection import Connection, Pipe
+        if hasattr(os, 'fork') and threading.active_count() == 1:  # (a fork of a process with other threads could inherit a held lock)
+            (rx, to_child), (from_child, tx) = Pipe(duplex=False), Pipe(duplex=False)
+            sys.stdout.flush(); sys.stderr.flush()
+            if (pid := os.fork()) == 0:
+                to_child.close(); from_child.close()
+                _serve(rx, tx)  # (never returns)
+            rx.close(); tx.close()
+            self.p, self.tx, self.rx = _Child(pid), to_child, from_child
+        else:
+            self.p = subprocess.Popen([sys.executable, '-c', _SERVE, str(Path(headlesnb.__file__).parents[1])], stdin=subprocess.PIPE,  # (this very package)
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.tx, self.rx = Connection(os.dup(self.p.stdin.fileno()), readable=False), Connection(os.dup(self.p.stdout.fileno()), writable=False)
+            self.p.stdin.close(); self.p.stdout.close()  # (the connections hold the pipes)
+        self.mu, self.sent, self.done, self.got, self.asked, self.posted, self.alive = threading.Lock(), 0, 0, {}, {}, {}, True
 
     def ask(self, op, url:str, *args):
         "Send `op(url, *args)` now; its answer is kept for the `call` that asks the same"
         with self.mu:
             if (key := (op.__name__, url, args)) not in self.asked: self.asked[key] = self._send(key)
+
+    def post(self, op, url:str, *args) -> bool:
+        """Send `op(url, *args)` and go on; False (nothing sent) while the last `post` is unanswered, so that a slow store gets
+        the latest state next time, not a queue of old ones. Its error, if any, is logged; the next `call` comes after it"""
+        with self.mu:
+            self._drain(block=False)
+            if self.posted: return False
+            if (n := self._send((op.__name__, url, args))) < 0: return False
+            self.posted[n] = url
+            return True
 
     def read_ahead(self, path, what:str='notebook'):
         "Have `read_bytes(path, what)` under way, if `path` is a URL (a path to fill in with parameters is read when asked)"
@@ -187,15 +228,23 @@ class StoreHelper:
             except OSError: self.alive = False
         return -1
 
+    def _drain(self, block:bool=True, upto:int=0):
+        "Take in the answers that came (with `block`: up to request `upto`); posted requests' answers are done with here"
+        while self.done < (upto if block else self.sent):
+            try:
+                if not block and not self.rx.poll(): return
+                answer = self.rx.recv()
+            except (EOFError, OSError): self.alive = False; return
+            self.done += 1
+            if (url := self.posted.pop(self.done, None)) is None: self.got[self.done] = answer
+            elif not answer[0]: logging.getLogger('headlesnb.fronts.run').warning(f"headlesnb: an autosave of {redact(url)} failed: {answer[1]}")
+
     def call(self, op, url:str, *args):
         "What `op(url, *args)` returns, or its error raised here"
         with self.mu:
             key = (op.__name__, url, args)
             n = self.asked.pop(key, None) or self._send(key)
-            while self.done < n:
-                try: self.got[self.done + 1] = self.rx.recv()
-                except (EOFError, OSError): self.alive = False; break
-                self.done += 1
+            self._drain(upto=n)
             ok, value = self.got.pop(n, (None, None))
         if ok is None: return op(url, *args)  # the helper is gone: done here, as without it
         if not ok: raise value
@@ -205,7 +254,7 @@ class StoreHelper:
         "End the helper (everything it was asked is answered by then)"
         self.tx.close(); self.rx.close()
         try: self.p.wait(5)
-        except subprocess.TimeoutExpired: self.p.kill(); self.p.wait()
+        except subprocess.TimeoutExpired: self.p.kill(); self.p.wait(5)
 
 def start_store_helper() -> StoreHelper:
     "Route this process's URL operations through a new `StoreHelper` (until `stop_store_helper`)"
@@ -218,16 +267,22 @@ def stop_store_helper():
     h, _helper = _helper, None
     if h is not None: h.close()
 
-def _serve():
-    "The helper's side: answer requests from standard input in order, until it closes"
+def _serve(rx, tx):
+    "The helper's side: answer requests from `rx` on `tx` in order, until `rx` closes; then leave, without this process's exit handlers"
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the run's to handle: the outputs so far still go through here
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (a forked helper had the run's handler)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2): os.dup2(null, fd)  # (standard output may carry the notebook)
+        while True:
+            try: op, url, args = rx.recv()
+            except EOFError: break
+            try: answer = (True, globals()[op](url, *args) if op in _OPS else None)
+            except Exception as e: answer = (False, e if isinstance(e, (BadArgumentError, NotFoundError)) else BadArgumentError(scrub(f'{url}: {type(e).__name__}: {e}')))
+            tx.send(answer)
+    finally: os._exit(0)  # everything asked is answered: no need to wait for the store's clients to wind down
+
+def _serve_stdio():
+    "A helper started as a new `python`: requests on standard input, answers on standard output"
     from multiprocessing.connection import Connection
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the run's to handle: the outputs so far still go through here
-    rx, tx = Connection(os.dup(0), writable=False), Connection(os.dup(1), readable=False)
-    null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 0); os.dup2(null, 1)
-    while True:
-        try: op, url, args = rx.recv()
-        except EOFError: break
-        try: answer = (True, globals()[op](url, *args) if op in _OPS else None)
-        except Exception as e: answer = (False, e if isinstance(e, (BadArgumentError, NotFoundError)) else BadArgumentError(scrub(f'{url}: {type(e).__name__}: {e}')))
-        tx.send(answer)
-    os._exit(0)  # everything asked is answered: no need to wait for the store's clients to wind down
+    _serve(Connection(os.dup(0), writable=False), Connection(os.dup(1), readable=False))
