@@ -140,6 +140,7 @@ class SharedDoc(NbDoc):
         self._ready, self._saves, self._ws = threading.Event(), {}, None
         self._opened = self._closing = False
         self._sock, self._outq, self._kicked, self._tasks = None, deque(), False, []
+        self._later = []  # cells inserted in our view, not yet in the shared document: (id of the cell after them, cells, version)
         self.ydoc.observe(self._updated)
 
     @classmethod
@@ -195,6 +196,8 @@ async def _writer(self:SharedDoc):
         with suppress(asyncio.TimeoutError): await asyncio.wait_for(self._hurry.wait(), SEND_DELAY)  # (`commit` waits: at once)
         self._hurry.clear()
         self._kicked = False  # (before taking: what is added from now on wakes us again)
+        if self._later: self._settle_here()
+        if self.lost: return
         try:
             while self._outq:
                 tag, msgs, step1 = self._outq.popleft()
@@ -214,6 +217,11 @@ def _send(self:SharedDoc, msgs:list, tag:int|None=None, step1:bytes|None=None):
     """Send `msgs` in order after those sent before (from any thread): queued, and the writer woken unless it is already.
     With `tag`, `msgs` are our updates up to version `tag`, and `step1` the question whose answer acknowledges them"""
     self._outq.append((tag, msgs, step1))
+    self._kick()
+
+@patch
+def _kick(self:SharedDoc):
+    "Wake the writer (from any thread) unless it is awake already"
     if not self._kicked:
         self._kicked = True
         try: self._loop.call_soon_threadsafe(self._wake.set)
@@ -264,7 +272,8 @@ def _pump(self:SharedDoc):
 
 @patch
 def _drain(self:SharedDoc):
-    "Apply the server's messages received so far, in order (hold `lock`)"
+    "Apply the server's messages received so far, in order, after our inserted cells (hold `lock`)"
+    if self._inbox: self._settle()
     while self._inbox:
         m = self._inbox.popleft()
         self._remote = True
@@ -314,6 +323,8 @@ def close(self:SharedDoc):
 @patch
 def _rebuild(self:SharedDoc):
     "Our view made again from the shared document (hold `lock`); a cell without a usable id gets the one `check_nb` gives it there too"
+    self._settle()
+    if not self.shared: return  # (it could not take them: our view is the document)
     nb = check_nb(self.ynb.get(), self.path)
     for yc, c in zip(self.ycells, nb['cells']):
         if yc.get('id') != c['id']: yc['id'] = c['id']
@@ -348,8 +359,10 @@ def commit(self:SharedDoc, version:int|None=None, force:bool=False):
     if self._closing: return
     if version is None: version = self.version
     end = time.monotonic() + ACK_TIMEOUT
-    if self.shared and self._durable < version and self._outq:
-        with suppress(RuntimeError): self._loop.call_soon_threadsafe(self._hurry.set)  # someone waits: no need to gather a burst
+    if self.shared and self._durable < version:
+        with self.lock: self._settle()  # someone waits: inserted cells go now, not from the loop's thread
+        if self._outq:
+            with suppress(RuntimeError): self._loop.call_soon_threadsafe(self._hurry.set)  # (nor after gathering a burst)
     with self._cv:
         while self.shared and not self.lost and self._durable < version:
             if not self._cv.wait(end - time.monotonic()) and time.monotonic() >= end:
@@ -385,12 +398,13 @@ def _ask_save(self:SharedDoc, timeout:float=ACK_TIMEOUT) -> str:
     except concurrent.futures.TimeoutError: self._saves.pop(sid, None); return 'timeout'
 
 @patch
-def _fall_back(self:SharedDoc):
-    "The server's document went away: from now on the file is the document, written with everything we hold (every acknowledged edit)"
+def _fall_back(self:SharedDoc, merge:bool=True):
+    """The server's document went away: from now on the file is the document, written with everything we hold (every acknowledged edit).
+    `merge`: first the server's last changes come into our view (not when it could not take our cells: our view has them, it has not)"""
     with self.lock:
         if not self.shared: return
-        self._drain()
-        if self._stale: self._rebuild()
+        if merge: self._drain()
+        if merge and self._stale: self._rebuild()
         self.shared = False
         self.note = self.notice = (f"{self.path.name}: the Jupyter server's shared document went away ({self.lost}); headlesnb now edits the file, "
                                    "which holds every edit acknowledged before. A JupyterLab page shows it again once the notebook is reopened there")
@@ -417,25 +431,62 @@ def _yindex(self:SharedDoc, cell_id:str) -> int|None:
     return next((i for i, yc in enumerate(self.ycells) if yc.get('id') == cell_id), None)
 
 @patch
-def _yat(self:SharedDoc, pos:int) -> int:
-    "The shared index of the cell at local position `pos` (its end past the last one)"
+def _id_at(self:SharedDoc, pos:int) -> str|None:
+    "The id of the cell at local position `pos` (None past the last)"
     cells = self.nb['cells']
-    i = self._yindex(cells[pos]['id']) if pos < len(cells) else None
+    return cells[pos]['id'] if pos < len(cells) else None
+
+@patch
+def _yat(self:SharedDoc, cell_id:str|None) -> int:
+    "Where cells put before the cell `cell_id` go in the shared document (the end if None, or if it is not there)"
+    i = None if cell_id is None else self._yindex(cell_id)
     return len(self.ycells) if i is None else i
 
 @patch
 def insert(self:SharedDoc, pos:int, cells:list):
+    "Insert as `NbDoc` does, and a new version; the cells go into the shared document a moment later, from the loop's thread (`_settle`)"
     with self.lock:
         NbDoc.insert(self, pos, cells)
-        if not self.shared: return
+        if not self.shared or not cells: return
+        with self._cv:
+            v = self.version = self.version + 1
+            self._unacked.append(v); self.dirty = True
+        self._later.append((self._id_at(pos + len(cells)), cells, v))
+        self._kick()
+
+@patch
+def _settle(self:SharedDoc):
+    """Put the cells inserted since into the shared document, in one change sent as the newest of their versions (hold `lock`).
+    Every other use of the shared document comes after it, so the cell after them is found where it was when they were inserted"""
+    if not self._later: return
+    later, self._later = self._later, []
+    if not self.shared: return  # (our view has them: the file takes them)
+    try:
         with self.ydoc.transaction():
-            at = self._yat(pos + len(cells))
-            for k, c in enumerate(cells): self.ycells.insert(at + k, ycell(c))
-        self._flush()
+            for nxt, cells, _ in later:
+                at = self._yat(nxt)
+                for k, c in enumerate(cells): self.ycells.insert(at + k, ycell(c))
+    except (KeyboardInterrupt, SystemExit): raise
+    except BaseException as e:  # a value it cannot hold (pycrdt panics: a BaseException): the file takes over, from our view
+        log.warning('headlesnb: cells inserted in %s could not go into the shared document: %s', self.path, e)
+        self.lost = f'inserted cells could not go into it: {type(e).__name__}: {e}'
+        self._fall_back(merge=False)
+        return
+    ups, self._outbox = self._outbox, []
+    self._send(ups, later[-1][2], create_sync_message(self.ydoc))
+
+@patch
+def _settle_here(self:SharedDoc):
+    "`_settle` in the loop's thread, if nobody holds the document (else again shortly)"
+    if not self.lock.acquire(blocking=False):
+        self._loop.call_later(SEND_DELAY, self._wake.set); return
+    try: self._settle()
+    finally: self.lock.release()
 
 @patch
 def remove(self:SharedDoc, ids:list) -> list:
     with self.lock:
+        self._settle()
         removed = NbDoc.remove(self, ids)
         if self.shared:
             with self.ydoc.transaction():
@@ -446,15 +497,17 @@ def remove(self:SharedDoc, ids:list) -> list:
 @patch
 def restore(self:SharedDoc, removed:list):
     with self.lock:
+        self._settle()
         NbDoc.restore(self, removed)
         if not self.shared: return
         with self.ydoc.transaction():
-            for pos, c in reversed(removed): self.ycells.insert(self._yat(pos + 1), ycell(c))  # (the last first: the next one is there)
+            for pos, c in reversed(removed): self.ycells.insert(self._yat(self._id_at(pos + 1)), ycell(c))  # (the last first: the next one is there)
         self._flush()
 
 @patch
 def set_fields(self:SharedDoc, cell_id:str, fields:dict) -> dict:
     with self.lock:
+        self._settle()
         old = NbDoc.set_fields(self, cell_id, fields)
         if not self.shared: return old
         if (i := self._yindex(cell_id)) is not None:
@@ -473,6 +526,7 @@ def set_fields(self:SharedDoc, cell_id:str, fields:dict) -> dict:
 @patch
 def reorder(self:SharedDoc, ids:list):
     with self.lock:
+        self._settle()
         NbDoc.reorder(self, ids)
         if not self.shared: return
         with self.ydoc.transaction():  # a shared array cannot move an item (Yjs has no move): a moved cell is deleted and put back
@@ -489,8 +543,9 @@ def reorder(self:SharedDoc, ids:list):
 @patch
 def touch(self:SharedDoc):
     "Cells changed in place (a display updated): their outputs are written into the shared document"
-    if not self.shared: return NbDoc.touch(self)
     with self.lock:
+        self._settle()
+        if not self.shared: return NbDoc.touch(self)
         self._json = {}
         ys = {yc.get('id'): yc for yc in self.ycells}
         with self.ydoc.transaction():
@@ -502,6 +557,7 @@ def touch(self:SharedDoc):
 def set_state(self:SharedDoc, cell_id:str, state:str):
     "Show cell `cell_id` as 'running' or 'idle' in the page, as its own runs do (nothing once it fell back to the file)"
     with self.lock:
+        self._settle()
         if not self.shared or (i := self._yindex(cell_id)) is None: return
         self.ycells[i]['execution_state'] = state
         self._flush()

@@ -250,6 +250,44 @@ def test_undo_reverts_headlesnbs_edit_in_the_page(nb):
     nm.redo()
     page.wait(lambda cs: sources(cs) == ['t = 0', 'a = "headlesnb"'], 'the edit redone')
 
+def test_edits_not_waited_for_reach_the_page_in_their_order(nb):
+    """Not durable (the Python API's default): inserted cells go into the shared document a moment later, from the loop's thread;
+    an edit of a cell just inserted, an insert before it, an undo and a move made meanwhile all land, in order"""
+    page, nm = nb.page, nb.nm
+    page.wait(lambda cs: sources(cs) == ['t = 0', 'a = 1'], 'the notebook')
+    nm.durable = False
+    for k in range(5):  # each edit right after the insert it depends on (well within the 2 ms before the loop's thread takes the cell)
+        c = nm.insert_cell(-1 if k % 2 else 0, 'code', f'n{k}')
+        nm.overwrite_cell_source(c['id'], f'n{k} edited')
+        nm.insert_cell(c['id'], 'code', f'before n{k}')
+        nm.insert_cell(1, 'code', 'undone'); nm.undo()
+        m = nm.insert_cell(-1, 'code', f'moved {k}'); nm.move_cell(m['id'], 0)
+    want = [c['source'] for c in nm.read_notebook(response_format='detailed', limit=0)['cells']]
+    assert want[0] == 'moved 4' and 'undone' not in want and len(want) == 2 + 5 * 3, want
+    assert all(want.index(f'before n{k}') == want.index(f'n{k} edited') - 1 for k in range(5)), want
+    page.wait(lambda cs: sources(cs) == want, 'every edit, in the order made')
+    nm.save()  # the server writes the file: every edit, in that order
+    assert on_disk(nb.path) == want
+
+def test_cells_the_shared_document_cannot_take_go_to_the_file(nb, monkeypatch):
+    "A cell that cannot go into the shared document (inserted not durably: it goes in from the loop's thread): the file takes over, with it"
+    import headlesnb.shared as shared
+    ycell = shared.ycell
+    def refuse(c):
+        if c['source'] == 'refused': raise ValueError('a value it cannot hold')
+        return ycell(c)
+    monkeypatch.setattr(shared, 'ycell', refuse)
+    nm = nb.nm
+    nm.durable = False
+    nm.insert_cell(-1, 'code', 'refused')
+    end = time.monotonic() + LIVE
+    while on_disk(nb.path)[-1:] != ['refused'] and time.monotonic() < end: time.sleep(0.02)
+    assert on_disk(nb.path) == ['t = 0', 'a = 1', 'refused']
+    r = nm.insert_cell(-1, 'code', 'next')
+    assert 'could not go into it: ValueError: a value it cannot hold' in r['notice'] and 'now edits the file' in r['notice'], r
+    nm.save()
+    assert on_disk(nb.path) == ['t = 0', 'a = 1', 'refused', 'next']
+
 def test_two_headlesnb_clients_and_the_user_on_one_notebook(nb, lab):
     page, nm = nb.page, nb.nm
     other = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token=lab.token, kernel='inprocess', durable=True)
@@ -344,10 +382,13 @@ def test_a_server_that_goes_away_leaves_the_file_with_every_acknowledged_edit(tm
         while len(on_disk(root / 'gone.ipynb')) != 3 and time.monotonic() < end: time.sleep(0.1)
         assert on_disk(root / 'gone.ipynb') == ['a = 1', 'b = 2', 'c = 3']
         nm.insert_cell(-1, 'code', 'd = 4')  # acknowledged by the server (durable), which is killed before it saves (1 s later)
+        nm.durable = False
+        nm.insert_cell(-1, 'code', 'd = 5')  # not waited for: in the shared document or not yet when the server dies
+        nm.durable = True
         stop(s, signal.SIGKILL)
         end = time.monotonic() + 10
-        while len(on_disk(root / 'gone.ipynb')) != 4 and time.monotonic() < end: time.sleep(0.05)
-        assert on_disk(root / 'gone.ipynb') == ['a = 1', 'b = 2', 'c = 3', 'd = 4']
+        while len(on_disk(root / 'gone.ipynb')) != 5 and time.monotonic() < end: time.sleep(0.05)
+        assert on_disk(root / 'gone.ipynb') == ['a = 1', 'b = 2', 'c = 3', 'd = 4', 'd = 5']
         r = nm.insert_cell(-1, 'code', 'e = 5')  # now on the file, and the answer says so
         assert 'went away' in r['notice'] and 'now edits the file' in r['notice'], r
         assert 'notice' not in nm.read_cell(-1)  # said once
