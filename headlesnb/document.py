@@ -175,6 +175,7 @@ class NbDoc:
         self._disk_lock = threading.Lock()  # guards `_disk`; renames happen under it, so nobody sees one half done
         self._dir, self._dfd, self._dir_mu = None, None, threading.Lock()  # the folder's (st_dev, st_ino) and a descriptor of it, pinned at the first look
         self._folder = None  # the `_FolderSync` of that folder, shared with every document there
+        self._may = None  # what `may_change` saw when the file last passed its check
         _open_docs.add(self)
 
     @classmethod
@@ -287,10 +288,20 @@ def touch(self:NbDoc):
     with self.lock: self._json = {}
     self._touch()
 
+def _perm(st):
+    "What decides whether a file may be written, as a stat shows it (a chmod, chown or ACL change moves `st_ctime`)"
+    return None if st is None else (st.st_ino, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns)
+
 @patch
 def may_change(self:NbDoc):
-    "ConflictError (saying why) unless this document's file may be written: a read-only file is never changed"
+    """ConflictError (saying why) unless this document's file may be written: a read-only file is never changed.
+    Looked at through the pinned folder at every change; the full check (`check_writable`) runs again only when the
+    file's or the folder's metadata moved since it last passed (it costs an edit as much as the rest of it)"""
+    dfd = self._open_dir(check=False)
+    seen = (_perm(self._lstat(dfd)), _perm(os.fstat(dfd)), os.geteuid() if hasattr(os, 'geteuid') else None)
+    if seen == self._may: return
     check_writable(self.path)
+    self._may = seen
 
 @patch
 def insert(self:NbDoc, pos:int, cells:list):
