@@ -127,6 +127,20 @@ def test_s3_wrong_credentials_say_which_store_refused_and_write_nothing(s3, tmp_
     assert r.returncode == 2 and 's3://nbs/t4/out.ipynb: the store refused access to the output' in r.stderr, r.stderr
     assert 'wrong-secret-0123456789' not in r.stderr and not fs.exists('nbs/t4/out.ipynb')
 
+def test_s3_credentials_from_a_config_file(s3, tmp_path):
+    "None in the environment, the store's credentials file names them: s3fs's chain finds them (obstore, where installed, serves environment credentials only)"
+    fs = s3fs_for(s3)
+    fs.pipe_file('nbs/t5/in.ipynb', mk_nb(tmp_path / 'in.ipynb', 'print(6 * 7)').read_bytes())
+    (tmp_path / 'credentials').write_text(f"[default]\naws_access_key_id = {s3['AWS_ACCESS_KEY_ID']}\naws_secret_access_key = {s3['AWS_SECRET_ACCESS_KEY']}\n")
+    env = {k: v for k, v in s3.items() if k not in ('AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY')}
+    r = hb('s3://nbs/t5/in.ipynb', 's3://nbs/t5/out.ipynb', env={**env, 'AWS_SHARED_CREDENTIALS_FILE': str(tmp_path / 'credentials')})
+    assert r.returncode == 0, r.stderr
+    assert texts(nbformat.reads(fs.cat_file('nbs/t5/out.ipynb').decode(), as_version=4).cells[0]) == '42\n'
+    assert s3['AWS_SECRET_ACCESS_KEY'] not in r.stderr + r.stdout
+    r = hb('s3://nbs/t5/in.ipynb', 's3://nbs/t5/out.ipynb', env={**env, 'AWS_SHARED_CREDENTIALS_FILE': str(tmp_path / 'none'),
+           'AWS_EC2_METADATA_DISABLED': 'true'})  # and without them (no look for a cloud machine's own credentials either)
+    assert r.returncode == 2 and 's3://nbs/t5/in.ipynb: the store refused reading the notebook' in r.stderr, r.stderr
+
 # ---------------------------------------------------------------------------------------------------------------
 # Other stores: a missing package, memory://, http(s)://
 

@@ -65,6 +65,27 @@ def url_fs(url:str):
         raise BadArgumentError(f"{redact(url)}: {proto}:// is not a protocol any installed fsspec package serves ({scrub(e)}); "
                                f"{CLOUD_EXTRA} installs s3://, gs://, az:// and http(s)://") from None
 
+def _fast_fs(url:str):
+    """obstore's fsspec file system and the path in it, for an `s3://` URL when obstore is installed and the credentials are in
+    the environment (where s3fs's chain looks first too); else None"""
+    env = os.environ
+    if _URL.match(url).group(1).lower() not in ('s3', 's3a') or not (env.get('AWS_ACCESS_KEY_ID') and env.get('AWS_SECRET_ACCESS_KEY')): return None
+    try: from obstore.fsspec import FsspecStore
+    except ImportError: return None
+    ep = env.get('AWS_ENDPOINT_URL_S3') or env.get('AWS_ENDPOINT_URL')  # (botocore's names)
+    fs = FsspecStore('s3', config={'endpoint': ep} if ep else None, client_options={'allow_http': True} if ep and ep.lower().startswith('http://') else None)
+    return fs, url.split('://', 1)[1]
+
+def _on_fs(url:str, fn):
+    """`fn(fs, path)` for `url`: on obstore's file system where it serves the URL, else on the one fsspec registered for it; and
+    there too when obstore fails, unless for a missing file (so a refusal, a bucket in another region or a call obstore lacks
+    get s3fs's answer, in its words)"""
+    if (fast := _fast_fs(url)) is not None:
+        try: return fn(*fast)
+        except FileNotFoundError: raise
+        except Exception: pass
+    return fn(*url_fs(url))
+
 def _refused(url:str, e:Exception, doing:str) -> BadArgumentError:
     "An error saying which store refused what (its message scrubbed of secrets)"
     return BadArgumentError(f"{redact(url)}: the store refused {doing} ({type(e).__name__}: {scrub(_one_line(e))}); "
@@ -85,8 +106,8 @@ def read_bytes(path, what:str='notebook') -> bytes:
     return _on_store(_read, path, what)
 
 def _read(url:str, what:str) -> bytes:
-    fs, p = url_fs(url)
-    try: return fs.cat_file(p)
+    try: return _on_fs(url, lambda fs, p: fs.cat_file(p))
+    except BadArgumentError: raise
     except FileNotFoundError: raise NotFoundError(f"{redact(url)}: no such {what}") from None
     except IsADirectoryError: raise BadArgumentError(f"{redact(url)}: is a folder, not a {what}") from None
     except Exception as e: raise _refused(url, e, f'reading the {what}') from None
@@ -102,15 +123,15 @@ def check_writable(path, what:str='output'):
     _on_store(_check, path, what)
 
 def _check(url:str, what:str):
-    fs, p = url_fs(url)
-    try: info = fs.info(p)
+    try: info = _on_fs(url, lambda fs, p: fs.info(p))
+    except BadArgumentError: raise
     except FileNotFoundError: return
     except Exception as e: raise _refused(url, e, f'access to the {what}') from None
     if info.get('type') == 'directory': raise BadArgumentError(f"{redact(url)}: is a folder, not a notebook file")
 
 def _put(url:str, data:bytes, doing:str):
-    fs, p = url_fs(url)
-    try: fs.pipe_file(p, data)
+    try: _on_fs(url, lambda fs, p: fs.pipe_file(p, data))
+    except BadArgumentError: raise
     except Exception as e: raise _refused(url, e, doing) from None
 
 class _StoreWriter:
@@ -148,7 +169,7 @@ def make_folder(folder:str):
     _on_store(_mkdir, folder)
 
 def _mkdir(url:str):
-    fs, p = url_fs(url)
+    fs, p = url_fs(url)  # (not obstore's: s3fs makes a missing bucket, obstore does nothing)
     try: fs.makedirs(p, exist_ok=True)
     except Exception as e: raise _refused(url, e, 'making the output folder') from None
 
