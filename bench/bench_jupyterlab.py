@@ -95,8 +95,8 @@ def main():
                     for _ in range(10):  # interleaved: both see the same machine load
                         si += insert_times(shared, 'nb'); fi += insert_times(plain, 'f')
                     ms, mf = statistics.median(si), statistics.median(fi)
-                    print(f'insert_cell, {"durable" if durable else "not durable"} (median of {M}): notebook open in JupyterLab {ms * 1000:.2f} ms, '
-                          f'file {mf * 1000:.2f} ms (open/file {ms / mf:.2f}x; target <= 2x)')
+                    print(f'insert_cell, {"durable" if durable else "not durable"} (median of {M}): notebook open in JupyterLab {ms * 1000:.3f} ms, '
+                          f'file {mf * 1000:.3f} ms (open/file {ms / mf:.2f}x; target <= 2x)')
                 shared.close_all(); plain.close_all()
                 b.close()
         finally:
