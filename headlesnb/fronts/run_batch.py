@@ -174,8 +174,8 @@ class KernelPool:
             for f in old: _retire(*f.result())
 
     def close(self):
-        "Shut down the kernels no notebook took"
-        self.ex.shutdown(wait=True)
+        "Shut down the kernels no notebook took (one not starting yet never starts)"
+        self.ex.shutdown(wait=True, cancel_futures=True)
         with self.mu: futs, self.ready = [f for q in self.ready.values() for f, _ in q], {}
         for f in futs:
             try: _retire(*f.result())
@@ -333,12 +333,13 @@ class _LocalWorkers:
                                     silence_logs=logging.ERROR)
 
     def close(self):
-        self.cluster.close()
+        "The workers first, while the scheduler is there for them to leave (without it a worker may wait 10 s for it), then the scheduler"
         for p in self.procs:
             if p.poll() is None: p.terminate()
         for p in self.procs:
             try: p.wait(10)
             except subprocess.TimeoutExpired: p.kill(); p.wait()
+        self.cluster.close()
 
 def dask_setup(worker):
     "Dask's preload hook: a worker `--cluster local:N` started primes the batch's first kernels while the cluster comes up"
@@ -346,15 +347,22 @@ def dask_setup(worker):
         w = json.loads(w)
         _worker_pool(SimpleNamespace(kernel=w['kernel'], start_timeout=w['start_timeout'])).prime(w['kernel'], w['cwd'], upto=w['upto'])
 
+def _close_pools():
+    "On a worker of `--cluster local:N`, before it is stopped: shut down the kernels it started for notebooks that went elsewhere"
+    with _pools_mu: pools = list(_pools.values()); _pools.clear()
+    for p in pools: p.close()
+
 def connect(address:str, start_timeout:float=60, warm:dict|None=None):
     "A Dask client for `--cluster`: `tcp://HOST:PORT` (a running scheduler) or `local:N` (N worker processes started here); and what to close"
-    try: from distributed import Client
-    except ImportError: raise BadArgumentError("--cluster needs Dask's distributed scheduler, which is not installed: pip install 'dask[distributed]'") from None
+    import importlib.util
+    if importlib.util.find_spec('distributed') is None:
+        raise BadArgumentError("--cluster needs Dask's distributed scheduler, which is not installed: pip install 'dask[distributed]'")
     if address.startswith('local:'):
         n = address[len('local:'):]
         if not n.isdigit() or int(n) < 1: raise BadArgumentError(f"--cluster {address}: give local:N with N workers, 1 or more")
-        local = _LocalWorkers(int(n), start_timeout, warm)
+        local = _LocalWorkers(int(n), start_timeout, warm)  # (its workers start before Dask is imported here, 0.3-1 s of CPU)
         try:
+            from distributed import Client
             client = Client(local.cluster, timeout=start_timeout)
             client.wait_for_workers(int(n), timeout=start_timeout)
         except BaseException as e:
@@ -363,6 +371,7 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None):
             raise
         return client, local
     if '://' not in address: raise BadArgumentError(f"--cluster {address}: give a scheduler's address (tcp://HOST:8786) or local:N")
+    from distributed import Client
     try: return Client(address, timeout=start_timeout), None
     except (OSError, TimeoutError, ValueError) as e:
         raise BadArgumentError(f"--cluster {redact(address)}: no Dask scheduler answered within {start_timeout:g}s ({scrub(' '.join(str(e).split()))})") from None
@@ -376,10 +385,10 @@ def _failed_task(j:_Job, e:BaseException):
 
 def run_cluster(a, jobs:list, report) -> bool:
     "A batch as tasks of a Dask cluster; one line per notebook as it ends; True if interrupted"
-    from distributed import as_completed
     cwd = _job_cwd(a, jobs[0].inp) if jobs else None
     warm = dict(kernel=a.kernel, cwd=cwd, start_timeout=a.start_timeout, notebooks=len(jobs)) if _warm_kernels(a) and cwd else None
     client, local = connect(a.cluster, a.start_timeout, warm)
+    from distributed import as_completed
     if a.output_dir: make_folder(a.output_dir)
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
     try:
@@ -397,6 +406,9 @@ def run_cluster(a, jobs:list, report) -> bool:
             return True
         return False
     finally:
+        if local is not None:  # its workers are stopped next: their warm kernels are shut down first, in order
+            try: client.run(_close_pools)
+            except Exception: pass  # (a worker that died has none)
         client.close()
         if local is not None: local.close()
 
