@@ -393,7 +393,7 @@ def run_cluster(a, jobs:list, report) -> bool:
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
     try:
         w = max(1, len(client.scheduler_info().get('workers') or ()))
-        futs = {client.submit(cluster_task, a, j.inp, j.out, ['headlesnb-run', batch, str(i)], -(-(len(jobs) - 1 - i) // w),  # (a worker's share of the rest)
+        futs = {client.submit(cluster_task, a, j.inp, j.out, ['headlesnb-run', batch, str(i)], (len(jobs) - 1 - i) // w,  # (a worker's share of the rest, rounded down)
                               key=f'headlesnb-run-{batch}-{i}', pure=False): j for i, j in enumerate(jobs)}
         try:
             for f in as_completed(futs):
