@@ -89,7 +89,7 @@ def test_every_notebook_has_a_reason_to_be_excluded_or_is_run():
     assert set(harness.EXCLUDED) <= {harness._key(r) for r in every}, 'an exclusion names a notebook that is gone'
     assert len(NOTEBOOKS) + len(harness.EXCLUDED) == len(every)
     for table in (harness.INPROCESS_EXPECTED, harness.SUBPROCESS_EXPECTED, harness.TIMEOUTS, harness.RANDOM_IMAGES,
-                  harness.VOLATILE_CELLS, harness.SLOW):
+                  harness.VOLATILE_CELLS, harness.SLOW, harness.DYING_CELLS):
         assert set(table) <= {harness._key(r) for r in NOTEBOOKS}, 'an expectation names a notebook that is not run'
 
 
