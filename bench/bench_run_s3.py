@@ -30,6 +30,8 @@ if __name__ == '__main__':
         hb = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run']
         for kernel in ('inprocess', 'python3'): timed([*hb, 's3://bench/in.ipynb', 's3://bench/out.ipynb', '-k', kernel], env=env)  # (warm-up)
         print(f"bytecode: {'compiled, cached' if 'PYTHONPYCACHEPREFIX' in env else 'as this environment has it'}")
+        import importlib.util  # (which fsspec file system serves s3:// with the credentials in the environment: see headlesnb.fronts.run_io)
+        print(f"s3:// through: {'obstore' if importlib.util.find_spec('obstore') else 's3fs (obstore is not installed)'}")
         print(f'load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the machine may be shared)')
         for kernel in ('inprocess', 'python3'):
             local = [*hb, str(d / 'in.ipynb'), str(d / 'out.ipynb'), '-k', kernel]
