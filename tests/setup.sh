@@ -91,9 +91,9 @@ fi
 # ---- end: tests/test_codemap.py ----
 
 # ---- begin: tests/test_run_pipeline*.py (headlesnb run: S3, http, Dask, scrapbook) ----
-# fsspec, s3fs, aiohttp, moto[server] (its moto_server command is the S3 server the tests start), dask[distributed] (the
+# fsspec, s3fs, obstore, aiohttp, moto[server] (its moto_server command is the S3 server the tests start), dask[distributed] (the
 # dask scheduler/worker commands), scrapbook and pyarrow are dev dependencies, installed above with .[dev].
-python -c 'import fsspec, s3fs, aiohttp, moto.server, distributed, scrapbook, pyarrow' && command -v moto_server >/dev/null && command -v dask >/dev/null
+python -c 'import fsspec, s3fs, obstore, aiohttp, moto.server, distributed, scrapbook, pyarrow' && command -v moto_server >/dev/null && command -v dask >/dev/null
 # ---- end: tests/test_run_pipeline*.py ----
 
 # ---- begin: tests/test_jupyterlab.py, bench/bench_jupyterlab.py (headlesnb editing the notebook open in JupyterLab) ----
