@@ -3,10 +3,10 @@
 The servers run their loop in a thread of their own and their in-process cells on the main thread, where a SIGINT
 reaches them (06c_kernels.mainthread): `time.sleep(60)` under `timeout=2` ends at about 2 s, with an answer that says it
 timed out and was interrupted (not that it could not be), and the next cell runs at once; `interrupt` stops such a
-cell within 1 s. Checked through the official MCP client over stdio and HTTP against `headlesnb mcp`, through
-`headlesnb serve` with httpx, and through the Python API on the main thread. Code that ignores SIGINT is still reported
-stuck, and other notebooks run meanwhile. Ctrl-C on a server (a cell running or not) still exits quietly with 130,
-SIGTERM still ends it.
+cell long before it would end by itself (how fast, within 1 s, is bench/bench_interrupt.py's figure). Checked through
+the official MCP client over stdio and HTTP against `headlesnb mcp`, through `headlesnb serve` with httpx, and through
+the Python API on the main thread. Code that ignores SIGINT is still reported stuck, and other notebooks run meanwhile.
+Ctrl-C on a server (a cell running or not) still exits quietly with 130, SIGTERM still ends it.
 """
 import json, os, signal, socket, subprocess, sys, threading, time
 from contextlib import asynccontextmanager, suppress
@@ -25,6 +25,7 @@ BLOCKED = {'sleep': 'import time; time.sleep(60)',
            'pipe read': 'import os; r, w = os.pipe(); os.read(r, 1)',
            'subprocess': "import subprocess; subprocess.run(['sleep', '60'])"}
 STARTED = 'open("started", "w").close()\n'  # a cell that says when it runs, so an interrupt is timed from then
+STOPPED = 10  # seconds: a blocked cell (60 s) ended by the stop, not by itself; how fast (within 1 s) is bench_interrupt's figure
 
 def text(res) -> str: return '\n'.join(c.text for c in res.content if c.type == 'text')
 
@@ -73,11 +74,11 @@ def test_mcp_timeout_stops_blocked_cells_and_the_next_runs_at_once(tmp_path, tra
                 t0 = time.monotonic()
                 res = await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source='6 * 7'))
                 assert not res.is_error and '42' in text(res), f'after {what}: {text(res)}'
-                assert time.monotonic() - t0 < 1, f'after {what}: the next cell took {time.monotonic() - t0:.2f} s'
+                assert time.monotonic() - t0 < STOPPED, f'after {what}: the next cell took {time.monotonic() - t0:.2f} s'
     anyio.run(go)
 
 @pytest.mark.parametrize('transport', ['stdio', 'http'])
-def test_mcp_interrupt_stops_a_sleeping_cell_within_1s(tmp_path, transport):
+def test_mcp_interrupt_stops_a_sleeping_cell(tmp_path, transport):
     async def go():
         async with mcp(tmp_path, transport) as s:
             await s.call_tool('execute_code', dict(code='1/0'))  # a process's first traceback imports its formatting: not timed
@@ -93,7 +94,7 @@ def test_mcp_interrupt_stops_a_sleeping_cell_within_1s(tmp_path, transport):
                 assert 'interrupted the running code' in text(await s.call_tool('interrupt', dict(notebook_name='n')))
                 t0 = time.monotonic()  # the stop is sent when the interrupt answers (its own round trip is not the cell's)
             t = text(box['res'])
-            assert box['t'] - t0 < 1, f"the run ended {box['t'] - t0:.2f} s after the interrupt: {t}"
+            assert box['t'] - t0 < STOPPED, f"the run ended {box['t'] - t0:.2f} s after the interrupt: {t}"
             assert 'KeyboardInterrupt' in t and 'could not be interrupted' not in t, t
             assert '42' in text(await s.call_tool('execute_code', dict(code='6 * 7')))
     anyio.run(go)
@@ -124,7 +125,7 @@ def test_mcp_a_cell_deaf_to_sigint_is_reported_stuck_and_other_notebooks_run(tmp
     anyio.run(go)
 
 # ---------------------------------------------------------------- headlesnb serve (the dialoghelper HTTP API)
-def test_serve_interrupt_stops_blocked_cells_within_1s(tmp_path):
+def test_serve_interrupt_stops_blocked_cells(tmp_path):
     with serve(tmp_path) as (call, p):  # (Ctrl-C at the end: exit 130)
         call('create_dialog_', name='d')
         for what in ('sleep', 'subprocess', 'socket recv'):
@@ -135,7 +136,7 @@ def test_serve_interrupt_stops_blocked_cells_within_1s(tmp_path):
             assert call('interrupt_', dlg_name='d')['interrupted'] is True
             t0 = time.monotonic()  # the stop is sent when the interrupt answers
             out = poll(lambda: call('read_msg_', dlg_name='d', id_=m, n=0)['output'], 10, f'{what}: the interrupted cell')
-            assert time.monotonic() - t0 < 1, f'{what}: the cell ended {time.monotonic() - t0:.2f} s after the interrupt: {out}'
+            assert time.monotonic() - t0 < STOPPED, f'{what}: the cell ended {time.monotonic() - t0:.2f} s after the interrupt: {out}'
             assert 'KeyboardInterrupt' in out and 'could not be interrupted' not in out, out
             n = call('add_relative_', dlg_name='d', msg_type='code', content='6 * 7', run='true')['id']
             assert poll(lambda: call('read_msg_', dlg_name='d', id_=n, n=0)['output'], 5, f'after {what}: the next cell').strip() == '42'
@@ -242,7 +243,7 @@ def test_api_kernel_timeout_stops_blocked_cells(what):
         t0 = time.monotonic()
         assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42'] and time.monotonic() - t0 < 0.5
 
-def test_api_kernel_interrupt_stops_a_sleep_within_1s():
+def test_api_kernel_interrupt_stops_a_sleep():
     from headlesnb.kernels.inprocess import InProcessKernel
     with InProcessKernel(main_thread=True) as k:
         ev = threading.Event()
@@ -254,7 +255,7 @@ def test_api_kernel_interrupt_stops_a_sleep_within_1s():
         threading.Thread(target=stop, daemon=True).start()
         r = k.run('ev.set()\nimport time; time.sleep(60)')
         took = time.monotonic() - box['t0']
-        assert r.status == 'interrupted' and took < 1, (took, r)
+        assert r.status == 'interrupted' and took < STOPPED, (took, r)
 
 def test_api_manager_timeout_stops_a_sleep(tmp_path):
     "The managers' in-process kernels run a main-thread caller's cells on the main thread (09_base passes main_thread=True)"
