@@ -637,7 +637,10 @@ def _tell_when_done(self:ToolGroup, ctx:Context|None, r:dict):
     def told(run):
         data = dict(event='run_ended', run_id=run.id, name=run.name, status=run.status, elapsed=round(run.elapsed, 3),
                     text=f"run {run.id} of {run.name!r} ended: {run.status} after {run.elapsed:.1f}s (get_run(run_id=\"{run.id}\") for its outputs)")
-        with suppress(Exception): asyncio.run_coroutine_threadsafe(session.send_log_message('info', data, logger='headlesnb.runs'), loop)
+        def send():  # made on the server's loop, so a loop that stops before it runs leaves no coroutine never awaited
+            t = loop.create_task(session.send_log_message('info', data, logger='headlesnb.runs'))
+            t.add_done_callback(lambda t: t.cancelled() or t.exception())  # (a client gone away is nobody's error)
+        with suppress(RuntimeError): loop.call_soon_threadsafe(send)  # (the loop is closed: nobody is left to tell)
     run.listeners.append(told)
     if run.over: told(run)  # it ended while the listener was added
 
