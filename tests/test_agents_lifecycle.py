@@ -243,6 +243,21 @@ reply = '● '
     assert (r['status'], r['result']) == ('done', 'got it')
 
 
+
+def test_minder_sees_the_end_of_a_cli_whose_pid_was_never_read(tmp_path, tmux_server):
+    """A CLI that exits before its pane's pid is read (a fast failure on a loaded machine) leaves no pid: its minder
+    then watches its tmux session, sees it gone, records the end and stops (it used to take the agent for running, for ever)"""
+    root = repo(tmp_path / 'p', f'[agents.brief]\ncommand = [{PY}, "-c", "import sys, time; time.sleep(1.5); sys.exit(3)"]\n')
+    am = AgentManager(root, tmux=True)
+    i = am.spawn('a task', agent='brief')
+    wait_for(lambda: am.store.read(i, 'state') == 'running' and am.store.read(i, 'minder'), what='the agent running')
+    am.store.write(i, 'pid', '')  # as when the pane had closed before the pid was read
+    minder = int(am.store.read(i, 'minder').split()[0])
+    wait_for(lambda: am.store.read(i, 'state') == 'done', timeout=20, what=f'its end recorded by the minder\n{explain(am, i)}')
+    wait_for(lambda: not proc_start(minder), timeout=10, what='the minder to stop')
+    p = am.poll(i)
+    assert p['error'] and 'exited with status 3' in p['result'], p
+
 # ---------------------------------------------------------------- nothing deleted
 WRITER = r'''
 import os, subprocess, sys, time
