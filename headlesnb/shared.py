@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['RAW', 'INSTALL', 'log', 'ACK_TIMEOUT', 'SEND_DELAY', 'JupyterDocs', 'io_loop', 'ycell', 'set_outputs', 'set_map',
-           'SharedDoc']
+           'SharedDoc', 'fits']
 
 # %% ../nbs/03a_shared.ipynb #05180b80
-import asyncio, concurrent.futures, hashlib, json, logging, socket, threading, time
+import asyncio, concurrent.futures, functools, hashlib, json, logging, socket, threading, time
 from collections import deque
 from contextlib import suppress
 from pathlib import Path
@@ -51,14 +51,17 @@ class JupyterDocs:
 
     def find(self, path:Path, root:Path) -> str:
         "The server's path of the notebook file `path` (under `root`): the first of its paths relative to `root` and root's parents that the server has, with the same bytes"
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        tried = []
-        for base in [root, *root.parents][:8]:
-            rel = Path(path).relative_to(base).as_posix()
-            tried.append(rel)
-            r = self._get('GET', f'/api/contents/{quote(rel)}', params=dict(content=0, hash=1))
-            if r.status_code == 200 and r.json().get('type') == 'notebook' and r.json().get('hash') in (digest, None): return rel
-        raise NotFoundError(f"the Jupyter server at {self.url} has no notebook {tried[0]!r} that is this file (tried {', '.join(map(repr, tried))}): "
+        rels = [Path(path).relative_to(base).as_posix() for base in [root, *root.parents][:8]]
+        for _ in range(20):
+            digest, changing = hashlib.sha256(Path(path).read_bytes()).hexdigest(), False
+            for rel in rels:
+                r = self._get('GET', f'/api/contents/{quote(rel)}', params=dict(content=0, hash=1))
+                if r.status_code == 200 and r.json().get('type') == 'notebook':
+                    if r.json().get('hash') in (digest, None): return rel
+                    changing = True
+            if not changing: break
+            time.sleep(0.05)  # a notebook there with other bytes: the server may be saving it (it does, once opened in a page): both read again
+        raise NotFoundError(f"the Jupyter server at {self.url} has no notebook {rels[0]!r} that is this file (tried {', '.join(map(repr, rels))}): "
                             f"start the server in {root} or a folder above it, or open the notebook without a Jupyter server")
 
     def room(self, rel:str) -> str:
@@ -454,26 +457,57 @@ def insert(self:SharedDoc, pos:int, cells:list):
         self._later.append((self._id_at(pos + len(cells)), cells, v))
         self._kick()
 
+_INT64 = range(-2**63, 2**63)
+
+def fits(v) -> bool:
+    "Whether the shared document can hold value `v`: pycrdt panics on an int over 64 bits (a Rust backtrace on stderr, then a `BaseException`)"
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict): todo.extend(x.values())
+        elif isinstance(x, (list, tuple)): todo.extend(x)
+        elif isinstance(x, int) and x not in _INT64: return False
+    return True
+
+@patch
+def _change(self:SharedDoc, what:str, make, *values) -> bool:
+    """Change the shared document with `make()`, in one transaction (hold `lock`); False if it could not take `values` (checked
+    first) or the change: then the file takes over, from our view, which has the change. The page stops showing our edits live
+    (until the notebook is reopened there); nothing is lost, and the next answer says so"""
+    try:
+        if not all(map(fits, values)): raise ValueError('an integer over 64 bits, which the shared document cannot hold')
+        with self.ydoc.transaction(): make()
+        return True
+    except (KeyboardInterrupt, SystemExit): raise
+    except BaseException as e:  # (what the check did not foresee: pycrdt panics, a BaseException)
+        log.warning('headlesnb: %s could not go into the shared document of %s: %s', what, self.path, e)
+        self.lost, self._outbox = f'{what} could not go into it: {type(e).__name__}: {e}', []
+        self._fall_back(merge=False)
+        return False
+
+def _settled(f):
+    "A change of a `SharedDoc`: it holds `lock`, and the cells inserted before it go into the shared document first (`_settle`)"
+    @functools.wraps(f)
+    def change(self, *args, **kwargs):
+        with self.lock:
+            self._settle()
+            return f(self, *args, **kwargs)
+    return change
+
 @patch
 def _settle(self:SharedDoc):
     """Put the cells inserted since into the shared document, in one change sent as the newest of their versions (hold `lock`).
-    Every other use of the shared document comes after it, so the cell after them is found where it was when they were inserted"""
+    Every other use of the shared document comes after it (`_settled`), so the cell after them is found where it was when they were inserted"""
     if not self._later: return
     later, self._later = self._later, []
     if not self.shared: return  # (our view has them: the file takes them)
-    try:
-        with self.ydoc.transaction():
-            for nxt, cells, _ in later:
-                at = self._yat(nxt)
-                for k, c in enumerate(cells): self.ycells.insert(at + k, ycell(c))
-    except (KeyboardInterrupt, SystemExit): raise
-    except BaseException as e:  # a value it cannot hold (pycrdt panics: a BaseException): the file takes over, from our view
-        log.warning('headlesnb: cells inserted in %s could not go into the shared document: %s', self.path, e)
-        self.lost = f'inserted cells could not go into it: {type(e).__name__}: {e}'
-        self._fall_back(merge=False)
-        return
-    ups, self._outbox = self._outbox, []
-    self._send(ups, later[-1][2], create_sync_message(self.ydoc))
+    def put():
+        for nxt, cells, _ in later:
+            at = self._yat(nxt)
+            for k, c in enumerate(cells): self.ycells.insert(at + k, ycell(c))
+    if self._change('inserted cells', put, *(c for _, cells, _ in later for c in cells)):
+        ups, self._outbox = self._outbox, []
+        self._send(ups, later[-1][2], create_sync_message(self.ydoc))
 
 @patch
 def _settle_here(self:SharedDoc):
@@ -484,80 +518,72 @@ def _settle_here(self:SharedDoc):
     finally: self.lock.release()
 
 @patch
+@_settled
 def remove(self:SharedDoc, ids:list) -> list:
-    with self.lock:
-        self._settle()
-        removed = NbDoc.remove(self, ids)
-        if self.shared:
-            with self.ydoc.transaction():
-                for i in sorted((j for j in map(self._yindex, ids) if j is not None), reverse=True): del self.ycells[i]
-            self._flush()
-        return removed
+    removed = NbDoc.remove(self, ids)
+    def drop():
+        for i in sorted((j for j in map(self._yindex, ids) if j is not None), reverse=True): del self.ycells[i]
+    if self.shared and self._change('a removal', drop): self._flush()
+    return removed
 
 @patch
+@_settled
 def restore(self:SharedDoc, removed:list):
-    with self.lock:
-        self._settle()
-        NbDoc.restore(self, removed)
-        if not self.shared: return
-        with self.ydoc.transaction():
-            for pos, c in reversed(removed): self.ycells.insert(self._yat(self._id_at(pos + 1)), ycell(c))  # (the last first: the next one is there)
-        self._flush()
+    NbDoc.restore(self, removed)
+    def put():
+        for pos, c in reversed(removed): self.ycells.insert(self._yat(self._id_at(pos + 1)), ycell(c))  # (the last first: the next one is there)
+    if self.shared and self._change('restored cells', put, *(c for _, c in removed)): self._flush()
 
 @patch
+@_settled
 def set_fields(self:SharedDoc, cell_id:str, fields:dict) -> dict:
-    with self.lock:
-        self._settle()
-        old = NbDoc.set_fields(self, cell_id, fields)
-        if not self.shared: return old
-        if (i := self._yindex(cell_id)) is not None:
-            yc = self.ycells[i]
-            with self.ydoc.transaction():
-                for k, v in fields.items():
-                    if v is MISSING:
-                        if k in yc: del yc[k]
-                    elif k == 'source' and isinstance(yc.get('source'), Text): self.ynb.set_cell(i, source=v)  # only what changed: the page keeps its cursor
-                    elif k == 'outputs': set_outputs(yc, v)
-                    elif k == 'metadata' and isinstance(yc.get('metadata'), Map): set_map(yc['metadata'], v)
-                    else: yc[k] = Text(v) if k == 'source' else Map(v) if k == 'metadata' else v
-        self._flush()
+    old = NbDoc.set_fields(self, cell_id, fields)
+    if not self.shared or (i := self._yindex(cell_id)) is None:
+        if self.shared: self._flush()
         return old
+    yc = self.ycells[i]
+    def put():
+        for k, v in fields.items():
+            if v is MISSING:
+                if k in yc: del yc[k]
+            elif k == 'source' and isinstance(yc.get('source'), Text): self.ynb.set_cell(i, source=v)  # only what changed: the page keeps its cursor
+            elif k == 'outputs': set_outputs(yc, v)
+            elif k == 'metadata' and isinstance(yc.get('metadata'), Map): set_map(yc['metadata'], v)
+            else: yc[k] = Text(v) if k == 'source' else Map(v) if k == 'metadata' else v
+    if self._change(f'a change of cell {cell_id}', put, fields): self._flush()
+    return old
 
 @patch
+@_settled
 def reorder(self:SharedDoc, ids:list):
-    with self.lock:
-        self._settle()
-        NbDoc.reorder(self, ids)
-        if not self.shared: return
-        with self.ydoc.transaction():  # a shared array cannot move an item (Yjs has no move): a moved cell is deleted and put back
-            for i, cid in enumerate(ids):
-                j = self._yindex(cid)
-                if j is None or j == i: continue
-                c = self.ycells[j].to_py()
-                del self.ycells[j]
-                yc = ycell(c)
-                self.ycells.insert(min(i, len(self.ycells)), yc)
-                if c.get('execution_state'): yc['execution_state'] = c['execution_state']
-        self._flush()
+    NbDoc.reorder(self, ids)
+    def move():  # a shared array cannot move an item (Yjs has no move): a moved cell is deleted and put back
+        for i, cid in enumerate(ids):
+            j = self._yindex(cid)
+            if j is None or j == i: continue
+            c = self.ycells[j].to_py()
+            del self.ycells[j]
+            yc = ycell(c)
+            self.ycells.insert(min(i, len(self.ycells)), yc)
+            if c.get('execution_state'): yc['execution_state'] = c['execution_state']
+    if self.shared and self._change('a move of cells', move): self._flush()
 
 @patch
+@_settled
 def touch(self:SharedDoc):
     "Cells changed in place (a display updated): their outputs are written into the shared document"
-    with self.lock:
-        self._settle()
-        if not self.shared: return NbDoc.touch(self)
-        self._json = {}
-        ys = {yc.get('id'): yc for yc in self.ycells}
-        with self.ydoc.transaction():
-            for c in self.nb['cells']:
-                if c['cell_type'] == 'code' and (yc := ys.get(c['id'])) is not None: set_outputs(yc, c.get('outputs', []))
-        self._flush()
+    if not self.shared: return NbDoc.touch(self)
+    self._json = {}
+    ys = {yc.get('id'): yc for yc in self.ycells}
+    outs = {c['id']: c.get('outputs', []) for c in self.nb['cells'] if c['cell_type'] == 'code' and c['id'] in ys}
+    def put():
+        for cid, o in outs.items(): set_outputs(ys[cid], o)
+    if self._change('updated displays', put, *outs.values()): self._flush()
 
 @patch
+@_settled
 def set_state(self:SharedDoc, cell_id:str, state:str):
     "Show cell `cell_id` as 'running' or 'idle' in the page, as its own runs do (nothing once it fell back to the file)"
-    with self.lock:
-        self._settle()
-        if not self.shared or (i := self._yindex(cell_id)) is None: return
-        self.ycells[i]['execution_state'] = state
-        self._flush()
+    if not self.shared or (i := self._yindex(cell_id)) is None: return
+    self.ycells[i]['execution_state'] = state
+    self._flush()

@@ -288,6 +288,17 @@ def test_cells_the_shared_document_cannot_take_go_to_the_file(nb, monkeypatch):
     nm.save()
     assert on_disk(nb.path) == ['t = 0', 'a = 1', 'refused', 'next']
 
+def test_an_output_holding_an_int_over_64_bits_goes_to_the_file_whole(nb):
+    "pycrdt cannot hold such an int (it panics): the run still ends ok, the file takes over with the output exact, and the answer says so"
+    nm = nb.nm
+    r = nm.execute_cell(nm.insert_cell(-1, 'code', "from IPython.display import JSON\nJSON({'id': 2**70})")['id'])
+    assert r['status'] == 'ok' and r['outputs'][0]['data']['application/json'] == {'id': 2**70}, r
+    assert 'an integer over 64 bits' in r['notice'] and 'now edits the file' in r['notice'], r
+    nm.save()
+    cells = json.loads(nb.path.read_text())['cells']
+    assert [''.join(c['source']) for c in cells][:2] == ['t = 0', 'a = 1'] and cells[2]['outputs'][0]['data']['application/json'] == {'id': 2**70}
+    assert nm.insert_cell(-1, 'code', 'after')['index'] == 3 and 'notice' not in nm.read_cell(3)  # said once; edits go on, to the file
+
 def test_two_headlesnb_clients_and_the_user_on_one_notebook(nb, lab):
     page, nm = nb.page, nb.nm
     other = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token=lab.token, kernel='inprocess', durable=True)
