@@ -12,6 +12,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from .errors import *
 from .paths import check_in_root, check_writable
+from .utils import utf8_ok
 
 # %% ../nbs/03_document.ipynb #3cac04ed
 CELL_TYPES = ('code', 'markdown', 'raw')
@@ -67,23 +68,28 @@ def check_nb(nb, path='<notebook>') -> dict:
     nb['nbformat_minor'] = max(nb.get('nbformat_minor', 5), 5)
     return nb
 
+def _dumps(o) -> str:
+    "JSON text as nbformat writes it (non-ASCII as it is); with JSON escapes if UTF-8 cannot hold it, so it is written all the same and reads back the same"
+    s = json.dumps(o, indent=1, sort_keys=True, ensure_ascii=False)
+    return s if utf8_ok(s) else json.dumps(o, indent=1, sort_keys=True)
+
 def dump_nb(nb:dict) -> str:
-    "Notebook JSON text as nbformat writes it"
+    "Notebook JSON text as nbformat writes it (a cell holding what UTF-8 cannot: see `cell_text`)"
     cells = [{**c, 'source': c['source'].splitlines(True)} for c in nb['cells']]
-    return json.dumps({**nb, 'cells': cells}, indent=1, sort_keys=True, ensure_ascii=False) + '\n'
+    s = json.dumps({**nb, 'cells': cells}, indent=1, sort_keys=True, ensure_ascii=False)
+    return s + '\n' if utf8_ok(s) else dump_cells(nb, [cell_text(c) for c in nb['cells']])
 
 # %% ../nbs/03_document.ipynb #b1c2d3e4
 def cell_text(c:dict) -> str:
     "Cell `c` as `dump_nb` writes it inside a notebook file"
-    s = json.dumps({**c, 'source': c['source'].splitlines(True)}, indent=1, sort_keys=True, ensure_ascii=False)
-    return '  ' + s.replace('\n', '\n  ')
+    return '  ' + _dumps({**c, 'source': c['source'].splitlines(True)}).replace('\n', '\n  ')
 
 _CELLS = f'headlesnb-cells-{secrets.token_hex(8)}'
 
 def dump_cells(nb:dict, texts:list) -> str:
     "The file text of `nb` with its cells given as `cell_text`s: what `dump_nb(nb)` gives"
-    if not texts: return dump_nb(nb)
-    head = json.dumps({**nb, 'cells': [_CELLS]}, indent=1, sort_keys=True, ensure_ascii=False)
+    if not texts: return _dumps({**nb, 'cells': []}) + '\n'
+    head = _dumps({**nb, 'cells': [_CELLS]})
     pre, post = head.split(f'[\n  "{_CELLS}"\n ]', 1)
     return ''.join((pre, '[\n', ',\n'.join(texts), '\n ]', post, '\n'))
 

@@ -235,6 +235,28 @@ def test_execute_and_outputs(tmp_path):
     run(main)
 
 
+def test_output_utf8_cannot_hold_is_answered_and_stored(tmp_path):
+    """A cell printing the names in a folder holding a Latin-1 file name: Python decodes the name with a lone surrogate, which
+    UTF-8 cannot hold. The output keeps U+FFFD instead, as Jupyter's does (its messages go out as UTF-8); before, the answer
+    was a message the SDK could not encode (it ended the server) and the notebook could not be saved at all"""
+    (tmp_path / 'data').mkdir()
+    (tmp_path / 'data' / (name := os.fsdecode(b'caf\xe9.txt'))).touch()
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            res = await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source='import os\nprint(*os.listdir("data"))'))
+            assert not res.is_error and res.content[0].text == 'caf\ufffd.txt' and res.structured_content['outputs'][0] == 'caf\ufffd.txt', res
+            assert (await ok(s, 'read_cell', cell_index=0)).endswith('caf\ufffd.txt')
+            res = await s.read_resource(f"notebook://nb/cells/{res.meta['io.jupyter-mcp/cell_id']}/outputs/0")
+            assert res.contents[0].text == 'caf\ufffd.txt\n'
+            assert await ok(s, 'ping') == 'pong'
+    run(main)
+    raw = (tmp_path / 'nb.ipynb').read_bytes()
+    raw.decode('utf-8')  # (strict: the file is UTF-8)
+    assert json.loads(raw)['cells'][0]['outputs'][0]['text'] == ['caf\ufffd.txt\n']
+    assert name == 'caf\udce9.txt'
+
+
 PLOT = "import matplotlib.pyplot as plt; plt.plot([1,2]); plt.show()"
 
 

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED',
-           'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'compact_schema', 'jms_error',
+           'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'compact_schema', 'jms_error', 'sendable',
            'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables', 'format_variable', 'output_mime',
            'output_content', 'register_resources', 'changed_text', 'wants_progress', 'run_state_line', 'run_header',
            'stop_line', 'RunTools', 'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools',
@@ -35,7 +35,7 @@ from .security import Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
-from ..utils import cap_text, check_str, join_text, strip_ansi
+from ..utils import cap_text, check_str, join_text, strip_ansi, utf8_safe
 from .mcp_format import *
 from .mcp_format import _validation_text, _plural
 
@@ -87,6 +87,15 @@ def jms_error(name:str, res:CallToolResult) -> CallToolResult:
     first = TextContent(type='text', text=f"Error executing tool {name}: {res.content[0].text}")
     return res.model_copy(update=dict(content=[first, *res.content[1:]]))
 
+def sendable(res:CallToolResult) -> CallToolResult:
+    """`res` as MCP can send it: each lone surrogate (UTF-8 cannot carry one; a cell printed the names in a folder holding a
+    Latin-1 file name, say) as U+FFFD, as a notebook page shows it. The SDK's writer cannot encode such a message, and its
+    failure ends the connection (over stdio, the server). `res` itself when it has none (nearly always)"""
+    content = [b.model_copy(update=dict(text=t)) if isinstance(b, TextContent) and (t := utf8_safe(b.text)) is not b.text else b for b in res.content]
+    sc, meta = utf8_safe(res.structured_content), utf8_safe(res.meta)
+    if sc is res.structured_content and meta is res.meta and all(a is b for a, b in zip(content, res.content)): return res
+    return res.model_copy(update=dict(content=content, structured_content=sc, meta=meta))
+
 class HeadlesnbMCPServer(MCPServer):
     "`MCPServer` whose failed calls always answer one line with `is_error`, refusing unknown arguments; tools listed with compact schemas"
     def __init__(self, *args, **kw):
@@ -106,7 +115,7 @@ class HeadlesnbMCPServer(MCPServer):
         res = await super().read_resource(uri, context)
         if not isinstance(res, list): return res
         return [ReadResourceContents(content=r.content, mime_type=next((m for s, m in _IMAGES if r.content.startswith(s)), r.mime_type), meta=r.meta)
-                if isinstance(r.content, bytes) else r for r in res]
+                if isinstance(r.content, bytes) else r if (t := utf8_safe(r.content)) is r.content else ReadResourceContents(content=t, mime_type=r.mime_type, meta=r.meta) for r in res]
 
     async def call_tool(self, name, arguments, context=None):
         tool = self._tool_manager.get_tool(name)
@@ -129,7 +138,7 @@ class HeadlesnbMCPServer(MCPServer):
             text = '\n'.join(b.text for b in res.content if isinstance(b, TextContent))
             sc = {'kind': self.kinds[name], 'result': text, **(res.structured_content or {})}
             res = res.model_copy(update=dict(structured_content=sc))
-        return res
+        return sendable(res)
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #4406194b
 _NbName = str|None  # default: the active one (the server's instructions say so once, not in every tool)
@@ -565,7 +574,7 @@ async def _run(self:ToolGroup, ctx:Context|None, start, fmt, what:str, timeout:f
             await anyio.sleep(interval)
             el = time.monotonic() - t0
             msg = f"{state['msg'] or what}: running for {el:.0f} s" + (f" (timeout {timeout:g} s)" if timeout else '')
-            try: await ctx.report_progress(round(el, 1), timeout or None, msg)
+            try: await ctx.report_progress(round(el, 1), timeout or None, utf8_safe(msg))
             except Exception: return  # the client went away: the run goes on
     if not wants_progress(ctx): return await go()  # the common short call: no ticker task to start and cancel
     async with anyio.create_task_group() as tg:
@@ -638,7 +647,7 @@ def _tell_when_done(self:ToolGroup, ctx:Context|None, r:dict):
         data = dict(event='run_ended', run_id=run.id, name=run.name, status=run.status, elapsed=round(run.elapsed, 3),
                     text=f"run {run.id} of {run.name!r} ended: {run.status} after {run.elapsed:.1f}s (get_run(run_id=\"{run.id}\") for its outputs)")
         def send():  # made on the server's loop, so a loop that stops before it runs leaves no coroutine never awaited
-            t = loop.create_task(session.send_log_message('info', data, logger='headlesnb.runs'))
+            t = loop.create_task(session.send_log_message('info', utf8_safe(data), logger='headlesnb.runs'))  # (a notebook's name may hold a lone surrogate)
             t.add_done_callback(lambda t: t.cancelled() or t.exception())  # (a client gone away is nobody's error)
         with suppress(RuntimeError): loop.call_soon_threadsafe(send)  # (the loop is closed: nobody is left to tell)
     run.listeners.append(told)
@@ -1216,7 +1225,7 @@ class AgentNews:
         if got is None: return
         session, loop = got
         data = dict(event='agent_' + state, id=id, state=state, summary=summary, text=f"agent {id} {state.replace('_', ' ')}: {summary}")
-        with suppress(Exception): asyncio.run_coroutine_threadsafe(session.send_log_message(self.SAID[state], data, logger='headlesnb.agents.tree'), loop)
+        with suppress(Exception): asyncio.run_coroutine_threadsafe(session.send_log_message(self.SAID[state], utf8_safe(data), logger='headlesnb.agents.tree'), loop)
 
 def register_agent_tools(srv, agents:AgentManager, opts=None):
     "Add the agent tools over `agents.tree` to the `MCPServer` `srv`"

@@ -24,6 +24,8 @@ from ipykernel.kernelbase import Kernel as IPyKernel
 from ipykernel.zmqshell import ZMQInteractiveShell as IPyKernelShell
 from traitlets import Type
 
+from ..utils import utf8_safe
+
 # %% ../../nbs/06a_kernels.zmqshell.ipynb #5956ff3c
 FLUSH_INTERVAL = 0.2  # seconds: ipykernel's OutStream.flush_interval
 
@@ -45,7 +47,7 @@ class CellOutputs:
             now = time.monotonic()
             self._expire(now)
             self.due.setdefault(name, now + FLUSH_INTERVAL)
-            self.bufs[name].append(text)
+            self.bufs[name].append(utf8_safe(text))  # (as Jupyter stores it: its messages go out as UTF-8, decoded with U+FFFD)
 
     def flush(self, name:str):
         "The code flushed stream `name`: its text is sent now"
@@ -69,7 +71,7 @@ class CellOutputs:
 @patch_to(CellOutputs)
 def _add(self, out:dict, display_id=None):
     if self.clear_pending: self._clear()
-    out = self.cap(out)
+    out = self.cap(utf8_safe(out))
     if display_id is not None:
         self.displays.setdefault(display_id, []).append(out)
         self.mine.append((display_id, out))
@@ -91,7 +93,7 @@ def display(self, data:dict, metadata:dict|None=None, display_id=None, update:bo
         data, metadata = _clean(data), metadata or {}
         if display_id is not None:
             for o in self.displays.get(display_id, ()):
-                o.update(self.cap({'output_type': o['output_type'], 'data': data, 'metadata': metadata}))
+                o.update(self.cap(utf8_safe({'output_type': o['output_type'], 'data': data, 'metadata': metadata})))
         if not update: self._add({'output_type': 'display_data', 'data': data, 'metadata': metadata}, display_id)
 
 @patch_to(CellOutputs)
