@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str
+from ..utils import check_int, check_str, utf8_ok
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #6bc1b5c7
 EXTENSIONS = {
@@ -434,13 +434,13 @@ def _walk_files(root:Path, exclude=(), limit:int|None=None) -> list:
     return res
 
 def list_code(root:Path, exclude=(), max_file_bytes:int=2_000_000, limit:int|None=None) -> dict|None:
-    """{path: stat} of the code files to index under `root`: hidden, excluded, ignored, out-of-root and huge files left
-    out; None when there are more than `limit`"""
+    """{path: stat} of the code files to index under `root`: hidden, excluded, ignored, out-of-root and huge files, and names
+    UTF-8 cannot hold, left out; None when there are more than `limit`"""
     paths = _git_files(root)
     if paths is None: paths = _walk_files(root, exclude, limit)
     res, root = {}, str(root)
     for rel in paths:
-        if lang_of(rel) is None: continue
+        if lang_of(rel) is None or not utf8_ok(rel): continue  # (a name with a byte the file system could not decode: neither the index nor a model's text can hold it)
         parts = rel.split('/')
         if any(p.startswith('.') or p in _SKIP_DIRS or p in exclude for p in parts): continue
         full = os.path.join(root, rel)
