@@ -14,7 +14,7 @@ from aidialog.dialog import Message
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
 from .errors import *
-from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list
+from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list, utf8_ok
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
@@ -536,7 +536,8 @@ def restart_kernel(self:DialogManager, dialog_name:str|None=None) -> dict:
 # %% ../nbs/13_dialog.ipynb #6222f5ce
 @patch
 def dialog_files(self:DialogManager, subpath:str='', depth:int=1) -> list:
-    "Dialogs (`name`) and folders (`name/`) under `subpath`, `depth` levels down; hidden ones and symlinks out of the root skipped"
+    """Dialogs (`name`) and folders (`name/`) under `subpath`, `depth` levels down; hidden ones, symlinks out of the root and names
+    UTF-8 cannot hold (a byte the file system could not decode: no page, URL or JSON answer can name them) skipped"""
     check_int(depth, 'depth', 1)
     sub = (subpath or '').strip().strip('/')
     base = self.resolve(sub, 'subpath') if sub else self.root
@@ -546,7 +547,7 @@ def dialog_files(self:DialogManager, subpath:str='', depth:int=1) -> list:
         try: entries = sorted(d.iterdir(), key=lambda p: p.name.lower())
         except OSError: return
         for p in entries:
-            if p.name.startswith('.') or p.name == '__pycache__' or len(items) >= 10_000: continue
+            if p.name.startswith('.') or p.name == '__pycache__' or len(items) >= 10_000 or not utf8_ok(p.name): continue
             try: real = p.resolve()
             except OSError: continue
             if not real.is_relative_to(self.root): continue

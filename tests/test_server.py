@@ -167,6 +167,17 @@ def test_page_is_self_contained(server):
     assert server.http.get('/dialog_', params={'name': 'no-such-dialog'}).status_code == 404
 
 
+def test_a_file_name_utf8_cannot_hold_leaves_the_index_and_lists_working(server):
+    "A dialog file whose name holds a Latin-1 byte (Python gives a lone surrogate): it used to make the index page an error (400)"
+    server.ok('create_dialog_', name='fine')
+    (odd := server.root / os.fsdecode(b'caf\xe9.ipynb')).write_bytes((server.root / 'fine.ipynb').read_bytes())
+    try:
+        r = server.http.get('/')
+        assert r.status_code == 200 and 'fine' in r.text, (r.status_code, r.text[:300])
+        listed = str(server.ok('list_dialogs_'))
+        assert 'fine' in listed and 'caf' not in listed, listed
+    finally: odd.unlink()
+
 # ---------------------------------------------------------------- concurrency
 def test_concurrent_clients(server):
     "8 clients x 200 mixed calls on one dialog; every answer right; the file holds exactly the expected messages, in order"
