@@ -46,7 +46,7 @@ def _text(s):
 def parse_nb(text:str|bytes, path='<notebook>') -> dict:
     "Parse notebook JSON into the in-memory form (joined sources, an id on every cell)"
     try: nb = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as e: raise CorruptFileError(f"{path}: not valid JSON ({e})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e: raise CorruptFileError(f"{path}: not valid JSON ({e})") from None  # (nested too deep: Python's parser gives up)
     return check_nb(nb, path)
 
 def check_nb(nb, path='<notebook>') -> dict:
