@@ -4,9 +4,8 @@ started by the command) against `--jobs 2` (target: at most 1.3x the --jobs time
 Alternately, 3 times each (HEADLESNB_BENCH_ROUNDS); medians printed, with the load average (the machine may be shared).
 With HEADLESNB_BENCH_PYCACHE=1 the processes use compiled bytecode (a cache in a temporary folder, filled by a first, untimed
 run of each), as after `pip install`, which compiles it; without it they run as this environment does (with
-PYTHONDONTWRITEBYTECODE=1 every import compiles: `import distributed` alone is then about 1 s of CPU, and the kernel client
-1.3 s; on Linux a local cluster pays them once, its workers being forked from the command after its imports, where
-`dask worker` commands paid them again in each worker; a `--jobs` run imports no Dask at all)."""
+PYTHONDONTWRITEBYTECODE=1 every import compiles: `import distributed` alone is then about 1 s of CPU in each of the three
+processes a local cluster has, where a `--jobs` run imports no Dask at all)."""
 import os, statistics, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))

@@ -332,64 +332,6 @@ def test_cluster_local_on_warm_kernels_reports_as_jobs_does(tmp_path):
     pids = [texts(nbformat.read(tmp_path / 'out' / f'n{i}.ipynb', as_version=4).cells[2]).split()[0] for i in (0, 2)]
     assert pids[0] != pids[1]  # a fresh kernel per notebook, though one worker ran them all
 
-def _procs_in(folder:Path) -> list:
-    "The processes working in `folder` (zombies, which have no folder, left out)"
-    found = []
-    for d in Path('/proc').iterdir():
-        try:
-            if d.name.isdigit() and Path(os.readlink(d / 'cwd')) == folder: found.append(int(d.name))
-        except OSError: pass
-    return found
-
-def _none_left_in(folder:Path, timeout:float=5) -> list:
-    "The processes still working in `folder` after `timeout` (a SIGKILL from a dying parent lands asynchronously)"
-    end = time.monotonic() + timeout
-    while (left := _procs_in(folder)) and time.monotonic() < end: time.sleep(0.1)
-    return left
-
-@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='forked workers and /proc: Linux')
-def test_cluster_local_forks_its_workers_a_killed_ones_notebook_reruns_and_no_process_is_left(tmp_path):
-    pytest.importorskip('distributed')
-    # each notebook prints its kernel's pid, its worker's (the kernel's parent) and the module its worker's command runs (a forked
-    # worker: the batch's own command); the first attempt of 'victim' records its worker and waits: the test SIGKILLs that worker
-    probe = 'import os\nw = os.getppid()\nprint(os.getpid(), w, open(f"/proc/{w}/cmdline").read().split(chr(0))[2])'
-    mk_nb(tmp_path / 'victim.ipynb', probe, f'import pathlib, time\nm = pathlib.Path({str(tmp_path)!r}) / "victim.attempts"\n'
-          'tried = len(m.read_text().split()) if m.exists() else 0\nm.write_text((m.read_text() if m.exists() else "") + f"{w} ")\n'
-          'if not tried: time.sleep(120)\nprint("done", tried)')
-    nbs = ['victim.ipynb'] + [mk_nb(tmp_path / f'ok{i}.ipynb', probe).name for i in range(3)]
-    p = subprocess.Popen([*HB, *nbs, '--output-dir', 'out', '--cluster', 'local:2', '-k', 'python3', '--summary', 's.jsonl'], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    killed, end = None, time.monotonic() + 150
-    try:
-        while p.poll() is None and time.monotonic() < end:
-            pids = (tmp_path / 'victim.attempts').read_text().split() if (tmp_path / 'victim.attempts').exists() else []
-            if killed is None and pids: killed = int(pids[0]); os.kill(killed, signal.SIGKILL)
-            time.sleep(0.2)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None: p.kill(); p.communicate()
-    assert killed is not None and p.returncode == 0, err
-    s = {Path(x['input']).stem: x for x in map(json.loads, (tmp_path / 's.jsonl').read_text().splitlines())}
-    assert s['victim']['status'] == 'ok' and 'died while running it' in s['victim']['message'], s['victim']
-    probes = {n: texts(nbformat.read(tmp_path / 'out' / f'{n}.ipynb', as_version=4).cells[0]).split() for n in s}
-    assert texts(nbformat.read(tmp_path / 'out' / 'victim.ipynb', as_version=4).cells[1]) == 'done 1\n'  # it ran once more, elsewhere
-    assert {x[2] for x in probes.values()} == {'headlesnb.fronts.cli'}, probes  # forked from the batch: no `dask worker` command
-    assert int(probes['victim'][1]) != killed
-    assert _none_left_in(tmp_path) == []  # no worker, no kernel (the killed worker's, those started for nobody) outlives the batch
-
-@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='forked workers and /proc: Linux')
-def test_cluster_local_whose_workers_cannot_start_is_an_error_within_the_start_timeout(tmp_path):
-    pytest.importorskip('distributed')
-    mk_nb(tmp_path / 'a.ipynb', 'print(1)')
-    # the forked workers fail as they start (a Worker that is not there); the batch waits --start-timeout for them, then says so
-    cmd = 'import sys, distributed; distributed.Worker = None; from headlesnb.fronts.cli import main; sys.exit(main(sys.argv[1:]))'
-    t = time.monotonic()
-    r = subprocess.run([sys.executable, '-c', cmd, 'run', 'a.ipynb', '--output-dir', 'out', '--cluster', 'local:2', '-k', 'python3', '--start-timeout', '3'],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert r.returncode == 2 and 'the workers did not start within 3s' in r.stderr, r.stderr
-    assert time.monotonic() - t < 60 and not (tmp_path / 'out').exists()
-    assert _none_left_in(tmp_path) == []  # the workers, and the kernels they started ahead, are gone
-
 def test_ctrl_c_stops_a_k_batch_writing_what_ran(tmp_path):
     nbs = [mk_nb(tmp_path / f's{i}.ipynb', f'print("start {i}")', 'import time; time.sleep(60)', 'print("end")') for i in range(3)]
     p = subprocess.Popen([*HB, *nbs, '--output-dir', tmp_path / 'out', '-k', 'python3', '--jobs', '2', '--autosave-cell-every', '1'], stdout=subprocess.PIPE,

@@ -7,7 +7,7 @@ __all__ = ['start_kernel', 'KernelPool', 'run_job', 'run_threads', 'run_child', 
            'run_cluster']
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #b07b5867
-import io, json, logging, os, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
+import io, json, logging, os, shutil, subprocess, sys, tempfile, threading, time, uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from collections import deque
@@ -317,24 +317,17 @@ def cluster_task(a, inp:str, out:str|None, key:list, left:int=2) -> _Job:
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #45d4ef05
 class _LocalWorkers:
-    "`--cluster local:N`: a scheduler in this process and N Dask worker processes (no nannies), stopped by PID when the batch ends"
+    "`--cluster local:N`: a scheduler in this process and N `dask worker` processes (no nannies), stopped by PID when the batch ends"
     def __init__(self, n:int, start_timeout:float, warm:dict|None=None):
         import socket
         with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
         self.address = f'tcp://127.0.0.1:{port}'
-        if warm: warm = {**warm, 'upto': min(2, -(-warm['notebooks'] // n))}  # the kernels each worker starts as soon as it is up: two, or its share of a small batch
-        fork = sys.platform.startswith('linux')
-        if fork:
-            import distributed  # once, here: the forked workers have it (and headlesnb) imported
-            if warm: import headlesnb.kernels.subkernel  # and what a task on a -k kernel loads (jupyter_client, nbformat's validator: 1.3 s of CPU compiling)
-            fork = threading.active_count() == 1  # a child gets only the thread that forks it: a lock another held would stay held
-        if fork: self.procs = [_fork_worker(self.address, warm) for _ in range(n)]
-        else:  # the workers start first (they wait for the scheduler), so their imports overlap ours; each loads headlesnb before its first task
-            env = {**os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False', **({'HEADLESNB_WARM': json.dumps(warm)} if warm else {})}  # (a worker starts kernel processes of its own; `dask_setup` reads the kernels to start)
-            self.procs = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', self.address, '--host', '127.0.0.1', '--nthreads', '1',
-                                            '--no-nanny', '--no-dashboard', '--preload', 'headlesnb.fronts.run_batch'], stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                           preexec_fn=_die_with_parent if sys.platform.startswith('linux') else None) for _ in range(n)]
+        env = {**os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}  # (a worker starts kernel processes of its own)
+        if warm: env['HEADLESNB_WARM'] = json.dumps({**warm, 'upto': min(2, -(-warm['notebooks'] // n))})  # the kernels to start as soon as a worker is up (see `dask_setup`): two, or its share of a small batch
+        # the workers start first (they wait for the scheduler), so their imports overlap ours; each loads headlesnb before its first task
+        self.procs = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', self.address, '--host', '127.0.0.1', '--nthreads', '1',
+                                        '--no-nanny', '--no-dashboard', '--preload', 'headlesnb.fronts.run_batch'], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent) for _ in range(n)]
         from distributed import LocalCluster
         self.cluster = LocalCluster(n_workers=0, processes=False, scheduler_port=port, host='127.0.0.1', dashboard_address=None,
                                     silence_logs=logging.ERROR)
@@ -348,51 +341,11 @@ class _LocalWorkers:
             except subprocess.TimeoutExpired: p.kill(); p.wait()
         self.cluster.close()
 
-class _Forked:
-    "A forked worker, handled by its PID as `close` handles a `Popen`: polled, signalled, waited for and reaped"
-    def __init__(self, pid:int): self.pid, self.returncode = pid, None
-    def poll(self):
-        if self.returncode is None and (got := os.waitpid(self.pid, os.WNOHANG))[0]: self.returncode = os.waitstatus_to_exitcode(got[1])
-        return self.returncode
-    def send_signal(self, sig:int):
-        if self.poll() is None: os.kill(self.pid, sig)  # (once reaped, its PID may be another process's)
-    def terminate(self): self.send_signal(signal.SIGTERM)
-    def kill(self): self.send_signal(signal.SIGKILL)
-    def wait(self, timeout:float|None=None):
-        end = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if end is not None and time.monotonic() > end: raise subprocess.TimeoutExpired(f'worker {self.pid}', timeout)
-            time.sleep(0.01)
-        return self.returncode
-
-def _fork_worker(address:str, warm:dict|None) -> _Forked:
-    "A Dask worker in a child forked from this single-threaded process, connecting to `address`; the child never returns here"
-    if (pid := os.fork()): return _Forked(pid)
-    code = 1
-    try:
-        _die_with_parent()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2): os.dup2(null, fd)
-        for s in signal.valid_signals():  # our handlers (SIGTERM as Ctrl-C, SIGINT's KeyboardInterrupt) undone: SIGTERM stops the worker
-            if callable(signal.getsignal(s)): signal.signal(s, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, lambda *_: None)  # a terminal's Ctrl-C reaches us too: the batch stops us once our kernels are shut down (a handler, not SIG_IGN, which our kernels would inherit)
-        if warm: _prime(warm)  # its first kernels start while it connects
-        import asyncio
-        from distributed import Worker
-        async def serve():  # what `dask worker ADDRESS --no-nanny --nthreads 1 --host 127.0.0.1 --no-dashboard` runs
-            w = await Worker(address, nthreads=1, host='127.0.0.1', dashboard=False)
-            await w.finished()
-        asyncio.run(serve())
-        code = 0
-    finally: os._exit(code)  # (never our caller's code, nor its atexit handlers)
-
-def _prime(w:dict):
-    "Start the batch's first kernels in this worker's pool (`w`: the `warm` of `_LocalWorkers`)"
-    _worker_pool(SimpleNamespace(kernel=w['kernel'], start_timeout=w['start_timeout'])).prime(w['kernel'], w['cwd'], upto=w['upto'])
-
 def dask_setup(worker):
-    "Dask's preload hook: a worker `--cluster local:N` started (without fork) primes the batch's first kernels while the cluster comes up"
-    if (w := os.environ.get('HEADLESNB_WARM')): _prime(json.loads(w))
+    "Dask's preload hook: a worker `--cluster local:N` started primes the batch's first kernels while the cluster comes up"
+    if (w := os.environ.get('HEADLESNB_WARM')):
+        w = json.loads(w)
+        _worker_pool(SimpleNamespace(kernel=w['kernel'], start_timeout=w['start_timeout'])).prime(w['kernel'], w['cwd'], upto=w['upto'])
 
 def _close_pools():
     "On a worker of `--cluster local:N`, before it is stopped: shut down the kernels it started for notebooks that went elsewhere"
@@ -407,7 +360,7 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None):
     if address.startswith('local:'):
         n = address[len('local:'):]
         if not n.isdigit() or int(n) < 1: raise BadArgumentError(f"--cluster {address}: give local:N with N workers, 1 or more")
-        local = _LocalWorkers(int(n), start_timeout, warm)
+        local = _LocalWorkers(int(n), start_timeout, warm)  # (its workers start before Dask is imported here, 0.3-1 s of CPU)
         try:
             from distributed import Client
             client = Client(local.cluster, timeout=start_timeout)
