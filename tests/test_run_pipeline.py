@@ -141,6 +141,17 @@ def test_s3_credentials_from_a_config_file(s3, tmp_path):
            'AWS_EC2_METADATA_DISABLED': 'true'})  # and without them (no look for a cloud machine's own credentials either)
     assert r.returncode == 2 and 's3://nbs/t5/in.ipynb: the store refused reading the notebook' in r.stderr, r.stderr
 
+def test_s3_missing_bucket_or_no_file_named_is_refused_before_the_run_and_no_bucket_is_made(s3, tmp_path):
+    fs = s3fs_for(s3)
+    src = mk_nb(tmp_path / 'in.ipynb', 'open("ran", "w").close()')  # (the kernel runs in the input's folder)
+    for args, said in [(['s3://nobucket/out.ipynb'], "there is no bucket 'nobucket'"), (['--output-dir', 's3://nobucket/o'], "there is no bucket 'nobucket'"),
+                       (['s3://nbs'], 'names a bucket, not a notebook file'), (['s3://nbs/runs/'], 'names a folder, not a notebook file')]:
+        r = hb(src, *args, env=s3)
+        assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+    assert not (tmp_path / 'ran').exists() and not fs.exists('nobucket')
+    r = hb(src, 's3://nbs/t9/new/out.ipynb', env=s3)  # a new object, under "folders" nothing made: they are parts of its name
+    assert r.returncode == 0 and (tmp_path / 'ran').exists() and fs.exists('nbs/t9/new/out.ipynb'), r.stderr
+
 # ---------------------------------------------------------------------------------------------------------------
 # Other stores: a missing package, memory://, http(s)://
 

@@ -118,16 +118,35 @@ def check_writable(path, what:str='output'):
     if (p := local_path(path)) is not None:
         if Path(p).expanduser().is_dir(): raise BadArgumentError(f"{path}: is a folder, not a notebook file")
         return
-    if _URL.match(path).group(1).lower() in ('http', 'https'):
+    if (proto := _URL.match(path).group(1).lower()) in ('http', 'https'):
         raise BadArgumentError(f"{redact(path)}: http(s):// URLs are read-only here: write the {what} to a file or an object store")
+    bucket, _, key = path.split('://', 1)[1].partition('/')
+    if path.endswith('/') or proto in _BUCKETS and not (bucket and key):
+        named = 'a folder' if path.endswith('/') else 'a bucket' if bucket else 'no bucket'
+        raise BadArgumentError(f"{redact(path)}: names {named}, not a notebook file: "
+                               f"give the file's URL, such as {proto}://{bucket or 'BUCKET'}/runs/out.ipynb")
     _on_store(_check, path, what)
 
 def _check(url:str, what:str):
     try: info = _on_fs(url, lambda fs, p: fs.info(p))
     except BadArgumentError: raise
-    except FileNotFoundError: return
+    except FileNotFoundError: _check_bucket(url, what); return
     except Exception as e: raise _refused(url, e, f'access to the {what}') from None
     if info.get('type') == 'directory': raise BadArgumentError(f"{redact(url)}: is a folder, not a notebook file")
+
+_BUCKETS = ('s3', 's3a', 'gs', 'gcs', 'az', 'abfs', 'abfss')  # stores whose paths start with a bucket (a container): no write makes one
+
+def _check_bucket(url:str, what:str, fs=None) -> bool:
+    """Refuse `url` if its store has buckets and its bucket is missing (a write would fail only after the run; making one,
+    with its region and costs, is not ours to do), asking `fs` or else `_on_fs`'s. False for a store without buckets"""
+    if (proto := _URL.match(url).group(1).lower()) not in _BUCKETS: return False
+    bucket = url.split('://', 1)[1].split('/', 1)[0]  # (not through `url_fs`: making s3fs's file system imports botocore, a second of CPU)
+    try: fs.info(bucket) if fs is not None else _on_fs(f'{proto}://{bucket}', lambda fs, p: fs.info(p))  # (obstore's answer for a bucket that is there, else s3fs's)
+    except FileNotFoundError:
+        raise BadArgumentError(f"{redact(url)}: there is no bucket {bucket!r} on that store (or these credentials cannot see it): "
+                               f"create it first, or write the {what} elsewhere") from None
+    except Exception: pass  # (credentials that may write objects without looking at their bucket: the write will say)
+    return True
 
 def _put(url:str, data:bytes, doing:str):
     try: _on_fs(url, lambda fs, p: fs.pipe_file(p, data))
@@ -164,12 +183,13 @@ def basename(path:str) -> str:
     return str(path).rstrip('/').rsplit('/', 1)[-1] if is_url(path) else Path(path).name
 
 def make_folder(folder:str):
-    "Make `folder` (local, or on a store that has folders) if it is not there"
+    "Make `folder` (local, or on a store that has folders) if it is not there; on a store of buckets, refuse one whose bucket is missing"
     if (p := local_path(folder)) is not None: Path(p).expanduser().mkdir(parents=True, exist_ok=True); return
     _on_store(_mkdir, folder)
 
 def _mkdir(url:str):
-    fs, p = url_fs(url)  # (not obstore's: s3fs makes a missing bucket, obstore does nothing)
+    fs, p = url_fs(url)  # (s3fs's, not obstore's: this may run in the parent of `--jobs` children, and obstore's runtime does not survive a fork)
+    if _check_bucket(url, 'outputs', fs): return  # (its folders are only parts of names: nothing to make)
     try: fs.makedirs(p, exist_ok=True)
     except Exception as e: raise _refused(url, e, 'making the output folder') from None
 
