@@ -133,7 +133,7 @@ class HeadlesnbMCPServer(MCPServer):
             if isinstance(e.__cause__, ValidationError): res = error_result(_validation_text(name, e.__cause__))
             elif isinstance(e.__cause__, Exception): res = failed(e.__cause__)
             else: res = error_result(str(e))
-        if isinstance(res, CallToolResult) and res.is_error: return jms_error(name, res)
+        if isinstance(res, CallToolResult) and res.is_error: return sendable(jms_error(name, res))  # (an error may name a file)
         if name in self.kinds and isinstance(res, CallToolResult) and not res.is_error:
             text = '\n'.join(b.text for b in res.content if isinstance(b, TextContent))
             sc = {'kind': self.kinds[name], 'result': text, **(res.structured_content or {})}
