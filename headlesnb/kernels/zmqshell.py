@@ -47,7 +47,7 @@ class CellOutputs:
             now = time.monotonic()
             self._expire(now)
             self.due.setdefault(name, now + FLUSH_INTERVAL)
-            self.bufs[name].append(utf8_safe(text))  # (as Jupyter stores it: its messages go out as UTF-8, decoded with U+FFFD)
+            self.bufs[name].append(text)
 
     def flush(self, name:str):
         "The code flushed stream `name`: its text is sent now"
@@ -71,7 +71,7 @@ class CellOutputs:
 @patch_to(CellOutputs)
 def _add(self, out:dict, display_id=None):
     if self.clear_pending: self._clear()
-    out = self.cap(utf8_safe(out))
+    out = self.cap(utf8_safe(out))  # (as Jupyter stores it: its messages go out as UTF-8, decoded with U+FFFD)
     if display_id is not None:
         self.displays.setdefault(display_id, []).append(out)
         self.mine.append((display_id, out))
@@ -122,7 +122,7 @@ def error(self, ename:str, evalue:str, traceback:list):
 def so_far(self) -> list:
     "A copy of the outputs made so far, with the stream text still buffered after them (nothing is sent)"
     with self.lock:
-        return [*self.outs, *({'output_type': 'stream', 'name': n, 'text': ''.join(b)} for n, b in self.bufs.items() if b)]
+        return [*self.outs, *({'output_type': 'stream', 'name': n, 'text': utf8_safe(''.join(b))} for n, b in self.bufs.items() if b)]
 
 @patch_to(CellOutputs)
 def finish(self) -> list:
