@@ -1,6 +1,9 @@
 "Headless notebook and AI-dialog engine: create, edit and run notebooks and Solveit-style dialogs without a Jupyter server"
 __version__ = "0.1.0"
 
+from .startup import defer_slow_imports
+defer_slow_imports()  # before anything imports jsonschema (see startup)
+
 from .errors import *
 from . import errors as _errors
 

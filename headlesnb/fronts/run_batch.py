@@ -322,7 +322,8 @@ class _LocalWorkers:
         import socket
         with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
         self.address = f'tcp://127.0.0.1:{port}'
-        env = {**os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}  # (a worker starts kernel processes of its own)
+        env = {'DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED': 'False',  # (its sampler, every 10 ms, feeds a dashboard these workers do not have)
+               **os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}  # (a worker starts kernel processes of its own)
         if warm: env['HEADLESNB_WARM'] = json.dumps({**warm, 'upto': min(2, -(-warm['notebooks'] // n))})  # the kernels to start as soon as a worker is up (see `dask_setup`): two, or its share of a small batch
         # the workers start first (they wait for the scheduler), so their imports overlap ours; each loads headlesnb before its first task
         self.procs = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', self.address, '--host', '127.0.0.1', '--nthreads', '1',
