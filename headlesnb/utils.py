@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['PATTERN_MAX', 'SEARCH_SECONDS', 'HASH_LEN', 'cap_text', 'strip_ansi', 'join_text', 'utf8_ok', 'utf8_safe',
            'estimate_tokens', 'id_list', 'check_int', 'check_str', 'text_diff', 'utc_now', 'SafePattern',
-           'content_hash', 'check_hash', 'hash_list']
+           'content_hash', 'check_hash', 'hash_list', 'die_with_parent']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
-import hashlib, re, time
+import functools, hashlib, os, re, sys, time
 import regex
 from datetime import datetime, timezone
 from .errors import BadArgumentError, ConflictError
@@ -159,3 +159,23 @@ def hash_list(expected_hash, n:int, what:str='cells') -> list:
     if not isinstance(expected_hash, (list, tuple)) or len(expected_hash) != n:
         raise BadArgumentError(f"expected_hash must be one hash or a list of {n} hashes (one per item of {what}), not {expected_hash!r}")
     return list(expected_hash)
+
+# %% ../nbs/01_utils.ipynb #843702fc
+@functools.cache
+def _prctl():
+    "libc's `prctl` (Linux), else None"
+    if not sys.platform.startswith('linux'): return None
+    import ctypes
+    try: return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError): return None
+
+def die_with_parent():
+    """What a child process calls first (a `preexec_fn`, or the child's side of `os.fork()`): it gets SIGKILL when the thread
+    that started it ends, and ends now if that process is already gone (Linux; elsewhere it does nothing). Made in the
+    parent: a child forked from a process with threads must not load a library"""
+    parent, prctl = os.getpid(), _prctl()
+    def setup():
+        if prctl is None: return
+        prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+        if os.getppid() != parent: os._exit(1)  # the parent died before the line above
+    return setup

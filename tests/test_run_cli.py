@@ -1,6 +1,6 @@
 """`headlesnb run` with papermill 2.7's command line, as real subprocesses: options, parameters, injection, logs,
 pipes, signals, the error banner, --jobs, and papermill's own test notebooks compared with papermill's outputs."""
-import base64, importlib.util, json, re, shutil, signal, subprocess, sys, time
+import base64, importlib.util, json, os, re, shutil, signal, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
 
@@ -456,6 +456,29 @@ def test_sigint_to_jobs_stops_every_child_with_partial_outputs(tmp_path):
     for i in range(2):
         nb = read(tmp_path / 'out' / f'n{i}.ipynb')
         assert [c.metadata.papermill.status for c in nb.cells] == ['completed', 'failed'] and nb.cells[1].outputs[-1].ename == 'KeyboardInterrupt'
+
+def _gone(pid:int) -> bool:
+    "Has process `pid` ended? (a zombie has: it waits for init to reap it)"
+    try: return open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] in 'ZX'
+    except FileNotFoundError: return True
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='a parent death signal is Linux')
+def test_sigkill_of_a_jobs_batch_takes_its_running_children_along(tmp_path):
+    nbs = [mk_nb(tmp_path / f'n{i}.ipynb', f'import os\nopen({str(tmp_path / f"pid-{i}")!r}, "w").write(str(os.getpid()))', 'while True: pass')
+           for i in range(2)]
+    p = subprocess.Popen([*HB, *map(str, nbs), '--output-dir', str(tmp_path / 'out'), '--jobs', '2'], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    files = [tmp_path / f'pid-{i}' for i in range(2)]
+    deadline = time.monotonic() + 60
+    while not all(f.exists() and f.read_text() for f in files) and time.monotonic() < deadline: time.sleep(0.1)
+    pids = [int(f.read_text()) for f in files]
+    assert p.pid not in pids and not any(_gone(c) for c in pids)  # each notebook runs in a child of its own, busy
+    p.kill(); p.wait()  # as a scheduler's timeout or the out-of-memory killer does: no chance to stop them
+    deadline = time.monotonic() + 10
+    while not all(_gone(c) for c in pids) and time.monotonic() < deadline: time.sleep(0.05)
+    alive = [c for c in pids if not _gone(c)]
+    for c in alive: os.kill(c, signal.SIGKILL)
+    assert not alive, f'children still running after their parent was killed: {alive}'
 
 def test_jobs_refuses_clashing_outputs_before_running(tmp_path):
     (tmp_path / 'a').mkdir(); (tmp_path / 'b').mkdir()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import headlesnb
 from ..errors import HeadlesnbError, BadArgumentError
+from ..utils import die_with_parent
 from .options import add_remote_args
 from .run_io import is_url, local_path, redact, text_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name
 
@@ -199,8 +200,9 @@ class _Forked:
     "A forked child running one notebook, with the part of `subprocess.Popen`'s interface the scheduler uses"
     def __init__(self, args:list, log_file, env:dict):
         sys.stdout.flush(); sys.stderr.flush()
+        setup = die_with_parent()  # (the batch runs on this, the main, thread: its children end if it is killed)
         self.pid, self.returncode = os.fork(), None
-        if self.pid == 0: _child_main(args, log_file, env)
+        if self.pid == 0: setup(); _child_main(args, log_file, env)
     def poll(self):
         if self.returncode is None:
             pid, st = os.waitpid(self.pid, os.WNOHANG)

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..errors import BadArgumentError, HeadlesnbError, KernelError
+from ..utils import die_with_parent
 from ..base import make_kernel
 from .run_io import local_path, make_folder, redact, scrub, text_sink
 from .run_exec import log, RunReport, _execute, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
@@ -264,12 +265,6 @@ def run_threads(a, jobs:list, report) -> bool:
     return interrupted
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #4dd72c08
-def _die_with_parent():
-    "A `preexec_fn`: the child gets SIGKILL when the thread that started it ends (a worker killed mid-notebook takes its run along)"
-    import ctypes
-    try: ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL (Linux)
-    except (OSError, AttributeError): pass
-
 def run_child(a, j:_Job):
     "Run one notebook of a batch as a `headlesnb run` process (an in-process kernel needs a process of its own); fill in `j`"
     tmp, t0 = Path(tempfile.mkdtemp(prefix='headlesnb-task-')), time.monotonic()
@@ -278,7 +273,7 @@ def run_child(a, j:_Job):
     try:
         with open(lf, 'wb') as err:
             p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'run', *_child_argv(a, j.inp, j.out, str(sf))], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=err, env=env, preexec_fn=_die_with_parent if sys.platform.startswith('linux') else None)
+                                 stdout=subprocess.DEVNULL, stderr=err, env=env, preexec_fn=die_with_parent())  # (a worker killed mid-notebook takes its run along)
         _finish_job(j, p.wait(), sf, lf, t0)
     finally: shutil.rmtree(tmp, ignore_errors=True)
     return j
@@ -328,7 +323,7 @@ class _LocalWorkers:
         # the workers start first (they wait for the scheduler), so their imports overlap ours; each loads headlesnb before its first task
         self.procs = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', self.address, '--host', '127.0.0.1', '--nthreads', '1',
                                         '--no-nanny', '--no-dashboard', '--preload', 'headlesnb.fronts.run_batch'], stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent) for _ in range(n)]
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, preexec_fn=die_with_parent()) for _ in range(n)]
         from distributed import LocalCluster
         self.cluster = LocalCluster(n_workers=0, processes=False, scheduler_port=port, host='127.0.0.1', dashboard_address=None,
                                     silence_logs=logging.ERROR)

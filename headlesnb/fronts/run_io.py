@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import BadArgumentError, NotFoundError
+from ..utils import die_with_parent
 
 # %% ../../nbs/26_fronts.run_io.ipynb #95fcb94b
 CLOUD_EXTRA = "pip install 'headlesnb[cloud]'"
@@ -227,7 +228,9 @@ class StoreHelper:
         if hasattr(os, 'fork') and threading.active_count() == 1:  # (a fork of a process with other threads could inherit a held lock)
             (rx, to_child), (from_child, tx) = Pipe(duplex=False), Pipe(duplex=False)
             sys.stdout.flush(); sys.stderr.flush()
+            setup = die_with_parent()  # (this, the only thread, lives as long as the process)
             if (pid := os.fork()) == 0:
+                setup()
                 to_child.close(); from_child.close()
                 _serve(rx, tx)  # (never returns)
             rx.close(); tx.close()

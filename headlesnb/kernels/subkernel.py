@@ -6,7 +6,7 @@
 __all__ = ['list_kernelspecs', 'SubprocessKernel']
 
 # %% ../../nbs/07_kernels.subkernel.ipynb #3a222703
-import asyncio, ctypes, os, signal, sys, tempfile, weakref
+import asyncio, os, signal, tempfile, weakref
 from contextlib import suppress
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from fastcore.basics import patch_to
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
 from ..errors import BadArgumentError, KernelError
+from ..utils import die_with_parent
 from .jupyter import JupyterKernel, _Client, _first, _maybe, _NOISE
 
 # %% ../../nbs/07_kernels.subkernel.ipynb #a0a6dffc
@@ -60,16 +61,6 @@ class SubprocessKernel(JupyterKernel):
         return f'<SubprocessKernel {self.kernel_name!r} {state}>'
 
 # %% ../../nbs/07_kernels.subkernel.ipynb #6bd0824a
-try: _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith('linux') else None
-except (OSError, AttributeError): _prctl = None
-
-def _die_with(parent:int):
-    "A `preexec_fn`: the kernel gets SIGKILL when our kernel loop thread ends (and exits now if we are already gone)"
-    def f():
-        _prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-        if os.getppid() != parent: os._exit(1)
-    return f
-
 def _reap(pid:int|None, pgid:int|None, files:tuple):
     "Kill a kernel's process group and delete its files (a finaliser: holds no reference to the kernel object)"
     with suppress(OSError):
@@ -134,7 +125,7 @@ async def _alaunch(self) -> _Client:
         with os.fdopen(fd, 'wb') as out:
             kw = dict(env={k: v for k, v in {**os.environ, **self.env}.items() if v is not None}, stdout=out, stderr=out)
             if self.cwd: kw['cwd'] = str(self.cwd)
-            if _prctl: kw['preexec_fn'] = _die_with(os.getpid())
+            kw['preexec_fn'] = die_with_parent()  # (started from the kernel loop thread, which lives as long as we do)
             await client.async_start_new_kernel(**kw)
         p = km.provisioner
         client.pid, client.pgid, client.proc = p.pid, getattr(p, 'pgid', None), p.process
