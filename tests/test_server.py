@@ -178,6 +178,23 @@ def test_a_file_name_utf8_cannot_hold_leaves_the_index_and_lists_working(server)
         assert 'fine' in listed and 'caf' not in listed, listed
     finally: odd.unlink()
 
+def test_a_lone_surrogate_a_request_sent_leaves_the_dialog_readable(server):
+    "A JSON body may escape a lone surrogate (`\\udc80`): the message is kept, and every answer and page shows it as U+FFFD (they were errors)"
+    server.ok('create_dialog_', name='odd-text')
+    body = json.dumps({'dlg_name': 'odd-text', 'msg_type': 'note', 'content': 'caf\udce9 **bold**'})  # (json escapes it)
+    r = server.http.post('/add_relative_', content=body, headers={'content-type': 'application/json'})
+    assert r.status_code == 200 and r.json()['id'], r.text
+    assert json.loads((server.root / 'odd-text.ipynb').read_text())['cells'][-1]['source'] in ('caf\udce9 **bold**', ['caf\udce9 **bold**'])
+    found = json.loads(server.ok('find_msgs_', dlg_name='odd-text'))  # (JSON as text/plain, as Solveit answers it)
+    assert found['msgs'][-1]['content'] == 'caf\ufffd **bold**', found
+    for r in (server.http.get('/'), server.http.get('/dialog_', params={'name': 'odd-text'})):
+        assert r.status_code == 200 and 'caf\ufffd' in r.text, (r.status_code, r.text[:300])
+    with server.http.stream('GET', '/events_', params={'name': 'odd-text', 'v': 'stale'}) as ev:
+        lines = ev.iter_lines()
+        seen = next(l for l in lines if l.startswith('event: messages'))
+        data = next(lines)
+    assert seen and 'caf\ufffd' in data and '<strong>bold</strong>' in data, data[:300]
+
 # ---------------------------------------------------------------- concurrency
 def test_concurrent_clients(server):
     "8 clients x 200 mixed calls on one dialog; every answer right; the file holds exactly the expected messages, in order"

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import nh3
 from fastcore.basics import patch
 from ..errors import *
+from ..utils import utf8_safe
 
 # %% ../../nbs/21a_fronts.security.ipynb #0b406e05
 MAX_BODY = 32 * 1024 * 1024        # bytes a request body may have (413 beyond)
@@ -224,7 +225,7 @@ def _attr_filter(tag, attr, value):
 
 def sanitize_html(s:str) -> str:
     "HTML safe to put in the page: no scripts, handlers, styles that move things, `javascript:`, ids or names (nh3, i.e. ammonia)"
-    return nh3.clean(s or '', tags=_TAGS, attributes=_ATTRS, attribute_filter=_attr_filter, filter_style_properties={'text-align'},
+    return nh3.clean(utf8_safe(s or ''), tags=_TAGS, attributes=_ATTRS, attribute_filter=_attr_filter, filter_style_properties={'text-align'},
                      url_schemes={'http', 'https', 'mailto', 'data'}, strip_comments=True, link_rel='noopener noreferrer nofollow')
 
 _md = None

@@ -6,8 +6,8 @@
 __all__ = ['MAX_PART', 'BIG_BODY', 'FORM_TYPES', 'ECHO_KEYS', 'ENDPOINTS', 'EMPTY_ERR', 'POP_WAIT', 'LOAD_WAIT', 'DATA_TTL',
            'parse_dict', 'Form', 'UnsupportedMediaType', 'read_form', 'prompt_reply', 'wire_output', 'wire_msg',
            'parse_output', 'number_lines', 'line_range', 'trunc_mid', 'msg_xml', 'endpoint', 'DhServer', 'norm_name',
-           'flag_value', 'NotConfigured', 'ShuttingDown', 'one_line', 'log_error', 'error_info', 'json_response',
-           'error_response', 'to_response', 'health']
+           'flag_value', 'NotConfigured', 'ShuttingDown', 'one_line', 'log_error', 'error_info', 'TextResponse',
+           'json_response', 'error_response', 'to_response', 'health']
 
 # %% ../../nbs/23_fronts.server.ipynb #d97441c6
 import ast, asyncio, json, re, sys, traceback
@@ -19,6 +19,7 @@ from starlette.formparsers import MultiPartParser
 from starlette.requests import Request, ClientDisconnect
 from starlette.responses import Response
 from ..errors import *
+from ..utils import utf8_safe
 from ..engine import Engine
 from .security import MAX_BODY
 from ..dialog import FLAGS
@@ -285,8 +286,13 @@ def error_info(e:BaseException) -> tuple:
     log_error(e, 'unexpected error')
     return 500, one_line(f'internal error (see the server log): {type(e).__name__}: {e}')
 
-def json_response(d, status:int=200) -> Response:
-    return Response(json.dumps(d, ensure_ascii=False, default=str), status_code=status, media_type='application/json')
+class TextResponse(Response):
+    """A `Response` whose text goes out as UTF-8 can carry it: each lone surrogate as U+FFFD, as a notebook page shows it (a
+    dialog file's JSON, or a request's, can hold one; Starlette's encoding of it failed, and the dialog's answers and pages with it)"""
+    def render(self, content): return super().render(utf8_safe(content) if isinstance(content, str) else content)
+
+def json_response(d, status:int=200, headers:dict|None=None) -> Response:
+    return TextResponse(json.dumps(d, ensure_ascii=False, default=str), status_code=status, media_type='application/json', headers=headers)
 
 def error_response(e:BaseException, req:Request|None=None, empty:bool=False) -> Response:
     "The response to a refused request (an empty body with the error in a header when `empty`)"
@@ -297,7 +303,7 @@ def error_response(e:BaseException, req:Request|None=None, empty:bool=False) -> 
 
 def to_response(res) -> Response:
     if isinstance(res, Response): return res
-    if isinstance(res, str): return Response(res, media_type='text/plain; charset=utf-8')
+    if isinstance(res, str): return TextResponse(res, media_type='text/plain; charset=utf-8')
     return json_response(res)
 
 @patch

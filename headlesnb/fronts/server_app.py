@@ -14,12 +14,12 @@ from urllib.parse import parse_qsl, quote
 from fastcore.basics import patch
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketState
 from fasthtml.common import FastHTML
 from ..errors import *
-from ..utils import strip_ansi
+from ..utils import strip_ansi, utf8_safe
 from ..paths import check_name
 from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
@@ -135,11 +135,11 @@ def agent_routes(agents:AgentManager, poll_every:float=0.25) -> list:
 
     async def page(req):
         forest = await run_in_threadpool(agents.tree)
-        return Response(render_agents_page(agents, forest), media_type='text/html',
+        return TextResponse(render_agents_page(agents, forest), media_type='text/html',
                         headers=sec | {'Content-Security-Policy': AGENTS_CSP, 'X-Frame-Options': 'DENY', 'Referrer-Policy': 'no-referrer'})
     async def js(req): return Response(AGENTS_JS, media_type='text/javascript', headers=sec)
     async def css(req): return Response(AGENTS_CSS, media_type='text/css', headers=sec)
-    async def tree_json(req): return JSONResponse(await run_in_threadpool(agents.tree), headers=sec)
+    async def tree_json(req): return json_response(await run_in_threadpool(agents.tree), headers=sec)
 
     async def events(req):
         async def stream():
@@ -147,7 +147,7 @@ def agent_routes(agents:AgentManager, poll_every:float=0.25) -> list:
             while True:
                 if await req.is_disconnected(): return
                 forest = await run_in_threadpool(agents.tree, n % max(1, round(2 / poll_every)) == 0)
-                data = json.dumps(forest, ensure_ascii=False)
+                data = utf8_safe(json.dumps(forest, ensure_ascii=False))
                 if data != last:
                     last = data
                     yield f'event: tree\ndata: {data}\n\n'
@@ -158,13 +158,13 @@ def agent_routes(agents:AgentManager, poll_every:float=0.25) -> list:
 
     async def abort(req):
         if req.headers.get('content-type', '').split(';')[0].strip().lower() != 'application/json':
-            return JSONResponse({'error': 'send the abort as JSON: {"id": "0.1"}'}, 415, headers=sec)
+            return json_response({'error': 'send the abort as JSON: {"id": "0.1"}'}, 415, headers=sec)
         try: body = json.loads(await req.body())
-        except ValueError: return JSONResponse({'error': 'the body is not valid JSON'}, 400, headers=sec)
+        except ValueError: return json_response({'error': 'the body is not valid JSON'}, 400, headers=sec)
         try: r = await run_in_threadpool(agents.abort, (body or {}).get('id') if isinstance(body, dict) else None)
-        except NotFoundError as e: return JSONResponse({'error': str(e)}, 404, headers=sec)
-        except HeadlesnbError as e: return JSONResponse({'error': str(e)}, 400, headers=sec)
-        return JSONResponse(r, headers=sec)
+        except NotFoundError as e: return json_response({'error': str(e)}, 404, headers=sec)
+        except HeadlesnbError as e: return json_response({'error': str(e)}, 400, headers=sec)
+        return json_response(r, headers=sec)
 
     return [Route('/agents', page, methods=['GET']), Route('/agents/app.js', js, methods=['GET']),
             Route('/agents/app.css', css, methods=['GET']), Route('/agents/tree.json', tree_json, methods=['GET']),
@@ -477,8 +477,8 @@ def render_page(name:str, body:str, sig:str) -> str:
 WATCH_EVERY = 0.15  # seconds between checks for changes of a dialog shown in a page
 
 def sse(event:str, data:str) -> str:
-    "One server-sent event"
-    lines = str(data).replace('\r\n', '\n').replace('\r', '\n').split('\n')
+    "One server-sent event (as UTF-8 carries it: see `TextResponse`)"
+    lines = utf8_safe(str(data)).replace('\r\n', '\n').replace('\r', '\n').split('\n')
     return f'event: {event}\n' + ''.join(f'data: {l}\n' for l in lines) + '\n'
 
 def page_error(e:BaseException, name) -> Response:
@@ -486,7 +486,7 @@ def page_error(e:BaseException, name) -> Response:
     status, msg = error_info(e)
     if not isinstance(name, str) or not name.strip('/ '): msg = "No dialog was named in the address: pick one from the list."
     elif isinstance(e, NotFoundError): msg = f"There is no dialog {name!r} here: it may have been renamed or deleted."
-    return Response(f'<!doctype html><html><head><meta charset="utf-8"><title>headlesnb</title><style>{PAGE_CSS}</style></head>'
+    return TextResponse(f'<!doctype html><html><head><meta charset="utf-8"><title>headlesnb</title><style>{PAGE_CSS}</style></head>'
                     f'<body><header><h1>headlesnb</h1></header><main><p>{_esc(msg)}</p><p><a href="/">All dialogs</a></p></main></body></html>',
                     status_code=status, media_type='text/html', headers={'Content-Security-Policy': INDEX_CSP})
 
@@ -497,7 +497,7 @@ async def page(self:DhServer, req:Request):
         name = await run_in_threadpool(self.dialog, req.query_params.get('name'))
         sig = self.signature(name)
         body = await run_in_threadpool(self.render_messages, name)
-        return Response(render_page(name, body, sig), media_type='text/html', headers={'Content-Security-Policy': PAGE_CSP})
+        return TextResponse(render_page(name, body, sig), media_type='text/html', headers={'Content-Security-Policy': PAGE_CSP})
     except Exception as e: return page_error(e, req.query_params.get('name'))
 
 @patch
@@ -659,7 +659,7 @@ async def index(self:DhServer, req:Request):
     "The list of the dialogs, newest first, linking to their pages"
     try: rows = await run_in_threadpool(self.dialog_rows)
     except Exception as e: return error_response(e, req)
-    return Response(render_index(rows, time.time()), media_type='text/html', headers={'Content-Security-Policy': INDEX_CSP})
+    return TextResponse(render_index(rows, time.time()), media_type='text/html', headers={'Content-Security-Policy': INDEX_CSP})
 
 # %% ../../nbs/23b_fronts.server_app.ipynb #38af81d2
 @patch
