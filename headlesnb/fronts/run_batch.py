@@ -314,19 +314,25 @@ def cluster_task(a, inp:str, out:str|None, key:list, left:int=2) -> _Job:
 class _LocalWorkers:
     "`--cluster local:N`: a scheduler in this process and N `dask worker` processes (no nannies), stopped by PID when the batch ends"
     def __init__(self, n:int, start_timeout:float, warm:dict|None=None):
-        import socket
-        with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
-        self.address = f'tcp://127.0.0.1:{port}'
         env = {'DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED': 'False',  # (its sampler, every 10 ms, feeds a dashboard these workers do not have)
                **os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}  # (a worker starts kernel processes of its own)
         if warm: env['HEADLESNB_WARM'] = json.dumps({**warm, 'upto': min(2, -(-warm['notebooks'] // n))})  # the kernels to start as soon as a worker is up (see `dask_setup`): two, or its share of a small batch
-        # the workers start first (they wait for the scheduler), so their imports overlap ours; each loads headlesnb before its first task
-        self.procs = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', self.address, '--host', '127.0.0.1', '--nthreads', '1',
-                                        '--no-nanny', '--no-dashboard', '--preload', 'headlesnb.fronts.run_batch'], stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, preexec_fn=die_with_parent()) for _ in range(n)]
-        from distributed import LocalCluster
-        self.cluster = LocalCluster(n_workers=0, processes=False, scheduler_port=port, host='127.0.0.1', dashboard_address=None,
-                                    silence_logs=logging.ERROR)
+        # The workers start first, so that their imports overlap ours; each loads headlesnb, then waits for the scheduler's
+        # address in a file of a folder only we can write. (Given a port chosen ahead instead, a worker dialled it until the
+        # scheduler listened there, racing any other process for that port, and could even connect to itself.)
+        self.dir = tempfile.mkdtemp(prefix='headlesnb-dask-')
+        where = os.path.join(self.dir, 'scheduler.json')
+        self.procs, self.cluster = [subprocess.Popen([sys.executable, '-m', 'distributed.cli.dask_worker', '--scheduler-file', where, '--host', '127.0.0.1',
+                                                      '--nthreads', '1', '--no-nanny', '--no-dashboard', '--preload', 'headlesnb.fronts.run_batch'],
+                                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                                     preexec_fn=die_with_parent()) for _ in range(n)], None
+        try:
+            from distributed import LocalCluster
+            self.cluster = LocalCluster(n_workers=0, processes=False, protocol='tcp://', scheduler_port=0, host='127.0.0.1', dashboard_address=None,
+                                        silence_logs=logging.ERROR)
+            Path(where + '.new').write_text(json.dumps({'address': self.cluster.scheduler_address}))
+            os.replace(where + '.new', where)  # (whole, at once: a worker reads it as soon as it is there)
+        except BaseException: self.close(); raise
 
     def close(self):
         "The workers first, while the scheduler is there for them to leave (without it a worker may wait 10 s for it), then the scheduler"
@@ -335,7 +341,8 @@ class _LocalWorkers:
         for p in self.procs:
             try: p.wait(10)
             except subprocess.TimeoutExpired: p.kill(); p.wait()
-        self.cluster.close()
+        if self.cluster is not None: self.cluster.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 def dask_setup(worker):
     "Dask's preload hook: a worker `--cluster local:N` started primes the batch's first kernels while the cluster comes up"
