@@ -355,19 +355,21 @@ def _close_pools():
     with _pools_mu: pools = list(_pools.values()); _pools.clear()
     for p in pools: p.close()
 
-def connect(address:str, start_timeout:float=60, warm:dict|None=None):
-    "A Dask client for `--cluster`: `tcp://HOST:PORT` (a running scheduler) or `local:N` (N worker processes started here); and what to close"
+def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|None=None):
+    """A Dask client for `--cluster`: `tcp://HOST:PORT` (a running scheduler) or `local:N` (N worker processes started here, or
+    `most` if fewer: a batch's notebooks, so that a slip such as local:1000 does not start a thousand idle processes); and what to close"""
     import importlib.util
     if importlib.util.find_spec('distributed') is None:
         raise BadArgumentError("--cluster needs Dask's distributed scheduler, which is not installed: pip install 'dask[distributed]'")
     if address.startswith('local:'):
         n = address[len('local:'):]
         if not n.isdigit() or int(n) < 1: raise BadArgumentError(f"--cluster {address}: give local:N with N workers, 1 or more")
-        local = _LocalWorkers(int(n), start_timeout, warm)  # (its workers start before Dask is imported here, 0.3-1 s of CPU)
+        n = min(int(n), most or int(n))
+        local = _LocalWorkers(n, start_timeout, warm)  # (its workers start before Dask is imported here, 0.3-1 s of CPU)
         try:
             from distributed import Client
             client = Client(local.cluster, timeout=start_timeout)
-            client.wait_for_workers(int(n), timeout=start_timeout)
+            client.wait_for_workers(n, timeout=start_timeout)
         except BaseException as e:
             local.close()
             if isinstance(e, (OSError, TimeoutError)): raise BadArgumentError(f"--cluster {address}: the workers did not start within {start_timeout:g}s") from None
@@ -390,7 +392,7 @@ def run_cluster(a, jobs:list, report) -> bool:
     "A batch as tasks of a Dask cluster; one line per notebook as it ends; True if interrupted"
     cwd = _job_cwd(a, jobs[0].inp) if jobs else None
     warm = dict(kernel=a.kernel, cwd=cwd, start_timeout=a.start_timeout, notebooks=len(jobs)) if _warm_kernels(a) and cwd else None
-    client, local = connect(a.cluster, a.start_timeout, warm)
+    client, local = connect(a.cluster, a.start_timeout, warm, most=len(jobs))
     from distributed import as_completed
     if a.output_dir: make_folder(a.output_dir)
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
