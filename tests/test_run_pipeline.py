@@ -145,9 +145,11 @@ def test_s3_missing_bucket_or_no_file_named_is_refused_before_the_run_and_no_buc
     fs = s3fs_for(s3)
     src = mk_nb(tmp_path / 'in.ipynb', 'open("ran", "w").close()')  # (the kernel runs in the input's folder)
     for args, said in [(['s3://nobucket/out.ipynb'], "there is no bucket 'nobucket'"), (['--output-dir', 's3://nobucket/o'], "there is no bucket 'nobucket'"),
-                       (['s3://nbs'], 'names a bucket, not a notebook file'), (['s3://nbs/runs/'], 'names a folder, not a notebook file')]:
+                       (['s3://nbs'], 'names a bucket, not a notebook file'), (['s3://nbs/runs/'], 'names a folder, not a notebook file'),
+                       (['s3://Bad!name/out.ipynb'], "not a name the store takes"), (['--output-dir', 's3://Bad!name/o'], "not a name the store takes")]:
         r = hb(src, *args, env=s3)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+        assert 'Bad!' not in args[-1] or 'credentials' not in r.stderr, r.stderr  # (a name botocore refuses blamed them)
     assert not (tmp_path / 'ran').exists() and not fs.exists('nobucket')
     r = hb(src, 's3://nbs/t9/new/out.ipynb', env=s3)  # a new object, under "folders" nothing made: they are parts of its name
     assert r.returncode == 0 and (tmp_path / 'ran').exists() and fs.exists('nbs/t9/new/out.ipynb'), r.stderr

@@ -89,8 +89,14 @@ def _on_fs(url:str, fn):
 
 def _refused(url:str, e:Exception, doing:str) -> BadArgumentError:
     "An error saying which store refused what (its message scrubbed of secrets)"
-    return BadArgumentError(f"{redact(url)}: the store refused {doing} ({type(e).__name__}: {scrub(_one_line(e))}); "
-                            "check the store's credentials (environment variables or its config files)")
+    why = f"{type(e).__name__}: {scrub(_one_line(e))}"
+    if _bad_name(e):
+        return BadArgumentError(f"{redact(url)}: not a name the store takes ({why}); check the bucket's name in the URL")
+    return BadArgumentError(f"{redact(url)}: the store refused {doing} ({why}); check the store's credentials (environment variables or its config files)")
+
+def _bad_name(e:Exception) -> bool:
+    "Is `e` botocore's refusal of a bucket or key name, made before any request (so credentials play no part)?"
+    return type(e).__name__ == 'ParamValidationError'  # (by name: botocore is imported only by the stores that use it)
 
 def _one_line(e) -> str:
     s = ' '.join(str(e).split())
@@ -146,7 +152,8 @@ def _check_bucket(url:str, what:str, fs=None) -> bool:
     except FileNotFoundError:
         raise BadArgumentError(f"{redact(url)}: there is no bucket {bucket!r} on that store (or these credentials cannot see it): "
                                f"create it first, or write the {what} elsewhere") from None
-    except Exception: pass  # (credentials that may write objects without looking at their bucket: the write will say)
+    except Exception as e:  # (credentials that may write objects without looking at their bucket: the write will say)
+        if _bad_name(e): raise _refused(url, e, f'the {what}') from None
     return True
 
 def _put(url:str, data:bytes, doing:str):
