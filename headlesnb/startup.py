@@ -21,9 +21,10 @@ class _Deferred(types.ModuleType):
         return _is_valid_syntax if attr == 'is_valid_syntax' else getattr(importlib.import_module(self.__name__), attr)
 
 def defer_slow_imports():
-    "Give `rfc3987_syntax` its stand-in, if it is installed and neither it nor `jsonschema` is loaded yet"
+    "Give `rfc3987_syntax` its stand-in, if it is installed (with `lark`, which it loads) and neither it nor `jsonschema` is loaded yet"
     name = 'rfc3987_syntax'
     if name in sys.modules or 'jsonschema' in sys.modules or (spec := importlib.util.find_spec(name)) is None: return
+    if importlib.util.find_spec('lark') is None: return  # (its import fails: jsonschema leaves the IRI formats unchecked, as without us)
     stub = _Deferred(name)
     stub.__spec__ = spec  # (`find_spec` answers from it while the stand-in is there)
     sys.modules[name] = stub
