@@ -289,7 +289,9 @@ def error_info(e:BaseException) -> tuple:
 class TextResponse(Response):
     """A `Response` whose text goes out as UTF-8 can carry it: each lone surrogate as U+FFFD, as a notebook page shows it (a
     dialog file's JSON, or a request's, can hold one; Starlette's encoding of it failed, and the dialog's answers and pages with it)"""
-    def render(self, content): return super().render(utf8_safe(content) if isinstance(content, str) else content)
+    def render(self, content):
+        try: return super().render(content)
+        except UnicodeEncodeError: return super().render(utf8_safe(content))  # (checked only then: an answer is encoded once)
 
 def json_response(d, status:int=200, headers:dict|None=None) -> Response:
     return TextResponse(json.dumps(d, ensure_ascii=False, default=str), status_code=status, media_type='application/json', headers=headers)

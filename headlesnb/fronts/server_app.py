@@ -147,10 +147,10 @@ def agent_routes(agents:AgentManager, poll_every:float=0.25) -> list:
             while True:
                 if await req.is_disconnected(): return
                 forest = await run_in_threadpool(agents.tree, n % max(1, round(2 / poll_every)) == 0)
-                data = utf8_safe(json.dumps(forest, ensure_ascii=False))
+                data = json.dumps(forest, ensure_ascii=False)
                 if data != last:
                     last = data
-                    yield f'event: tree\ndata: {data}\n\n'
+                    yield sse('tree', data)
                 elif n % 40 == 39: yield ': keep-alive\n\n'
                 n += 1
                 await asyncio.sleep(poll_every)
