@@ -169,11 +169,11 @@ def _prctl():
     try: return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError): return None
 
-def die_with_parent():
+def die_with_parent(parent:int|None=None):
     """What a child process calls first (a `preexec_fn`, or the child's side of `os.fork()`): it gets SIGKILL when the thread
-    that started it ends, and ends now if that process is already gone (Linux; elsewhere it does nothing). Made in the
-    parent: a child forked from a process with threads must not load a library"""
-    parent, prctl = os.getpid(), _prctl()
+    that started it ends, and ends now if that process (`parent`: this one) is already gone (Linux; elsewhere it does nothing).
+    Made in the parent: a child forked from a process with threads must not load a library"""
+    parent, prctl = parent or os.getpid(), _prctl()
     def setup():
         if prctl is None: return
         prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL

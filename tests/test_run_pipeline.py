@@ -4,7 +4,7 @@ mid-notebook), scrapbook reading our outputs; --cells, --skip-tag, --total-timeo
 import json, os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
-from test_run_cli import KS, mk_nb  # a notebook file from cell sources, or (source, tags)
+from test_run_cli import KS, _gone, mk_nb  # a notebook file from cell sources, or (source, tags)
 
 HB = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run']
 SECRET_FILE_WORDS = ('AWS_SECRET_ACCESS_KEY',)
@@ -335,15 +335,37 @@ def test_cluster_unreachable_is_an_error_within_the_start_timeout(tmp_path):
 
 def test_cluster_local_on_warm_kernels_reports_as_jobs_does(tmp_path):
     pytest.importorskip('distributed')
-    for i in range(3): mk_nb(tmp_path / f'n{i}.ipynb', ('i = 0', ['parameters']), 'import os\nprint(os.getpid(), i)' if i != 1 else 'raise KeyError("k")')
+    code = 'import os\nprint(os.getpid(), i, sorted(k for k in os.environ if k.startswith("DASK_")))'  # (the workers' Dask settings stay theirs)
+    for i in range(3): mk_nb(tmp_path / f'n{i}.ipynb', ('i = 0', ['parameters']), code if i != 1 else 'raise KeyError("k")')
     r = hb(*(tmp_path / f'n{i}.ipynb' for i in range(3)), '--output-dir', tmp_path / 'out', '--cluster', 'local:1', '-k', 'python3',
            '-p', 'i', '4', '--summary', '-', timeout=180)
     assert r.returncode == 1, r.stderr
     s = [json.loads(l) for l in r.stdout.splitlines()]
     assert [(x['status'], x['exit_code']) for x in s] == [('ok', 0), ('failed', 1), ('ok', 0)]
     assert s[1]['failure']['ename'] == 'KeyError' and 'n1.ipynb: failed, 3/3 cells' in r.stderr
-    pids = [texts(nbformat.read(tmp_path / 'out' / f'n{i}.ipynb', as_version=4).cells[2]).split()[0] for i in (0, 2)]
-    assert pids[0] != pids[1]  # a fresh kernel per notebook, though one worker ran them all
+    outs = [texts(nbformat.read(tmp_path / 'out' / f'n{i}.ipynb', as_version=4).cells[2]).split(None, 1) for i in (0, 2)]
+    assert outs[0][0] != outs[1][0]  # a fresh kernel per notebook, though one worker ran them all
+    assert [o[1].strip() for o in outs] == ['4 []', '4 []']
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='a parent death signal is Linux')
+def test_sigkill_of_a_local_cluster_batch_takes_its_workers_and_kernels_along(tmp_path):
+    pytest.importorskip('distributed')
+    import psutil
+    nbs = [mk_nb(tmp_path / f'n{i}.ipynb', f'import os\nopen({str(tmp_path / f"pid-{i}")!r}, "w").write(str(os.getpid()))', 'while True: pass')
+           for i in range(2)]
+    p = subprocess.Popen([*HB, *map(str, nbs), '--output-dir', str(tmp_path / 'out'), '--cluster', 'local:2', '-k', 'python3'],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    files = [tmp_path / f'pid-{i}' for i in range(2)]
+    deadline = time.monotonic() + 90
+    while not all(f.exists() and f.read_text() for f in files) and time.monotonic() < deadline: time.sleep(0.1)
+    kids = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]  # the workers, their warm kernels and the two busy ones
+    assert all(int(f.read_text()) in kids for f in files), kids
+    p.kill(); p.wait()  # as a scheduler's timeout or the out-of-memory killer does: no chance to stop them
+    deadline = time.monotonic() + 10
+    while not all(_gone(c) for c in kids) and time.monotonic() < deadline: time.sleep(0.05)
+    alive = [c for c in kids if not _gone(c)]
+    for c in alive: os.kill(c, signal.SIGKILL)
+    assert not alive, f'still running after the batch was killed: {alive}'
 
 def test_ctrl_c_stops_a_k_batch_writing_what_ran(tmp_path):
     nbs = [mk_nb(tmp_path / f's{i}.ipynb', f'print("start {i}")', 'import time; time.sleep(60)', 'print("end")') for i in range(3)]

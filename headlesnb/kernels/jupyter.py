@@ -111,24 +111,27 @@ class _Client(NotebookClient):
         await asyncio.Event().wait()
 
     async def ready(self, timeout:float, alive=None):
-        "Wait until the kernel answers kernel_info with iopub connected (jupyter_client's wait_for_ready, less its idle 0.2 s)"
+        """Wait until the kernel answers kernel_info with iopub connected (jupyter_client's wait_for_ready, less its idle 0.2 s).
+        A request is sent again only once the last one is answered (for iopub's sake): ipykernel 7 can leave a shell request that
+        lands while it sends a reply unread until a new connection (ipykernel#1554), so one more sent while a slow kernel starts
+        could hang the start to its timeout"""
         kc, end = self.kc, time.monotonic() + timeout
+        async def check():
+            if not (alive() if alive else await kc._async_is_alive()): raise RuntimeError('the kernel died while starting')
+            if time.monotonic() > end: raise TimeoutError(f'the kernel did not answer within {timeout:g}s')
         while True:
             kc.kernel_info()
             reply = None
-            with suppress(Empty):
-                while reply is None:  # replies to earlier attempts may come first
-                    m = await kc.shell_channel.get_msg(timeout=1)
-                    if m['msg_type'] == 'kernel_info_reply': reply = m
-            if reply is not None:
-                try:
-                    await kc.iopub_channel.get_msg(timeout=0.2)  # iopub is connected: the request's status arrived
-                    kc._handle_kernel_info_reply(reply)
-                    self.info = reply['content']
-                    break
-                except Empty: pass
-            if not (alive() if alive else await kc._async_is_alive()): raise RuntimeError('the kernel died while starting')
-            if time.monotonic() > end: raise TimeoutError(f'the kernel did not answer within {timeout:g}s')
+            while reply is None:
+                try: m = await kc.shell_channel.get_msg(timeout=1)
+                except Empty: await check(); continue
+                if m['msg_type'] == 'kernel_info_reply': reply = m
+            try:
+                await kc.iopub_channel.get_msg(timeout=0.2)  # iopub is connected: the request's status arrived
+                kc._handle_kernel_info_reply(reply)
+                self.info = reply['content']
+                break
+            except Empty: await check()
         with suppress(Empty):
             while True: await kc.iopub_channel.get_msg(timeout=0)  # what is already there
         kc.allow_stdin = False
