@@ -462,6 +462,14 @@ def _gone(pid:int) -> bool:
     try: return open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] in 'ZX'
     except FileNotFoundError: return True
 
+def left_running(pids:list, within:float) -> list:
+    "Those of processes `pids` still running `within` s from now (then killed, so that none outlives the test)"
+    deadline = time.monotonic() + within
+    while not all(_gone(c) for c in pids) and time.monotonic() < deadline: time.sleep(0.05)
+    alive = [c for c in pids if not _gone(c)]
+    for c in alive: os.kill(c, signal.SIGKILL)
+    return alive
+
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='a parent death signal is Linux')
 def test_sigkill_of_a_jobs_batch_takes_its_running_children_along(tmp_path):
     nbs = [mk_nb(tmp_path / f'n{i}.ipynb', f'import os\nopen({str(tmp_path / f"pid-{i}")!r}, "w").write(str(os.getpid()))', 'while True: pass')
@@ -474,10 +482,7 @@ def test_sigkill_of_a_jobs_batch_takes_its_running_children_along(tmp_path):
     pids = [int(f.read_text()) for f in files]
     assert p.pid not in pids and not any(_gone(c) for c in pids)  # each notebook runs in a child of its own, busy
     p.kill(); p.wait()  # as a scheduler's timeout or the out-of-memory killer does: no chance to stop them
-    deadline = time.monotonic() + 10
-    while not all(_gone(c) for c in pids) and time.monotonic() < deadline: time.sleep(0.05)
-    alive = [c for c in pids if not _gone(c)]
-    for c in alive: os.kill(c, signal.SIGKILL)
+    alive = left_running(pids, 10)
     assert not alive, f'children still running after their parent was killed: {alive}'
 
 def test_jobs_refuses_clashing_outputs_before_running(tmp_path):

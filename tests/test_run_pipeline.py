@@ -4,7 +4,7 @@ mid-notebook), scrapbook reading our outputs; --cells, --skip-tag, --total-timeo
 import json, os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
-from test_run_cli import KS, _gone, mk_nb  # a notebook file from cell sources, or (source, tags)
+from test_run_cli import KS, left_running, mk_nb  # a notebook file from cell sources, or (source, tags)
 
 HB = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run']
 SECRET_FILE_WORDS = ('AWS_SECRET_ACCESS_KEY',)
@@ -361,10 +361,7 @@ def test_sigkill_of_a_local_cluster_batch_takes_its_workers_and_kernels_along(tm
     kids = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]  # the workers, their warm kernels and the two busy ones
     assert all(int(f.read_text()) in kids for f in files), kids
     p.kill(); p.wait()  # as a scheduler's timeout or the out-of-memory killer does: no chance to stop them
-    deadline = time.monotonic() + 10
-    while not all(_gone(c) for c in kids) and time.monotonic() < deadline: time.sleep(0.05)
-    alive = [c for c in kids if not _gone(c)]
-    for c in alive: os.kill(c, signal.SIGKILL)
+    alive = left_running(kids, 10)
     assert not alive, f'still running after the batch was killed: {alive}'
 
 def test_ctrl_c_stops_a_k_batch_writing_what_ran(tmp_path):
