@@ -273,6 +273,19 @@ def test_a_kernel_that_cannot_start_says_why(tmp_path, monkeypatch):
     with pytest.raises(KernelError, match=r"(?s)the 'broken' kernel did not start: its process ended \(exit code 3\).*no luck here"): k.run('1')
     k.close()
 
+@pytest.mark.skipif(os.name != 'posix', reason='unix sockets')
+def test_a_kernels_channels_are_files_only_we_reach():
+    "No ports chosen ahead (another process could take one first, and an ipykernel that cannot bind hangs): its channels are "
+    "unix sockets in a folder of mode 0700, gone with the kernel"
+    with SubprocessKernel() as k:
+        pid = int(run_text(k.run('import os\nos.getpid()')))
+        socks = {c.laddr for c in psutil.Process(pid).net_connections('unix') if c.laddr}
+        folders = {os.path.dirname(s) for s in socks}
+        assert len(socks) >= 5 and len(folders) == 1, socks  # shell, iopub, stdin, control, heartbeat
+        folder = folders.pop()
+        assert os.stat(folder).st_mode & 0o777 == 0o700 and os.stat(folder).st_uid == os.getuid()
+    assert not os.path.exists(folder)
+
 def test_a_kernel_deaf_to_one_connection_is_asked_on_another(tmp_path, monkeypatch):
     "ipykernel 7 can miss a shell request and then read nothing more from that connection (ipykernel#1554): this kernel does so "
     "on purpose with the first connection it hears from; the start asks again on a new one, where it hung to its timeout before"

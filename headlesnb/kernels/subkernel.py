@@ -6,7 +6,7 @@
 __all__ = ['list_kernelspecs', 'SubprocessKernel']
 
 # %% ../../nbs/07_kernels.subkernel.ipynb #3a222703
-import asyncio, os, signal, tempfile, weakref
+import asyncio, os, shutil, signal, tempfile, weakref
 from contextlib import suppress
 from pathlib import Path
 
@@ -67,7 +67,7 @@ def _reap(pid:int|None, pgid:int|None, files:tuple):
         if pgid: os.killpg(pgid, signal.SIGKILL)
         elif pid: os.kill(pid, signal.SIGKILL)
     for f in files:
-        with suppress(OSError): os.unlink(f)
+        with suppress(OSError): shutil.rmtree(f) if os.path.isdir(f) else os.unlink(f)
 
 def _tail(path, n:int=20) -> list:
     "The last `n` lines of a kernel's log, known noise left out"
@@ -118,6 +118,9 @@ async def _alaunch(self) -> _Client:
     client = _Client(kernel_name=self.kernel_name, startup_timeout=int(self.startup_timeout))
     km = client.create_kernel_manager()
     km.shutdown_wait_time = 2.0
+    if os.name == 'posix':  # its sockets are files in a folder only we can enter: TCP ports chosen here could be taken by another process before the
+        # kernel bound them, and an ipykernel that fails to bind one hangs as it closes, neither answering nor ending (a start waited out its timeout)
+        km.transport, km.ip = 'ipc', os.path.join(tempfile.mkdtemp(prefix='headlesnb-kernel-'), 'sock')
     fd, log = tempfile.mkstemp(prefix=f'headlesnb-kernel-{self.kernel_name}-', suffix='.log')
     client.log_path, client.pid, client.pgid, client.proc, client.watch = log, None, None, None, None
     client.reaper = weakref.finalize(self, _reap, None, None, (log,))
@@ -130,7 +133,7 @@ async def _alaunch(self) -> _Client:
         p = km.provisioner
         client.pid, client.pgid, client.proc = p.pid, getattr(p, 'pgid', None), p.process
         client.reaper.detach()
-        client.reaper = weakref.finalize(self, _reap, p.pid, getattr(p, 'pgid', None), (log, km.connection_file))
+        client.reaper = weakref.finalize(self, _reap, p.pid, getattr(p, 'pgid', None), (log, km.connection_file, *([os.path.dirname(km.ip)] if km.transport == 'ipc' else [])))
         client.watch = _ExitWatch(p.process)
         client.kc = km.client()
         await _maybe(client.kc.start_channels())
