@@ -114,9 +114,8 @@ class _Client(NotebookClient):
 
     async def ready(self, timeout:float, alive=None):
         """Wait until the kernel answers kernel_info with iopub connected (jupyter_client's wait_for_ready, less its idle 0.2 s).
-        ipykernel 7 can miss a shell request (ipykernel#1554), and then reads nothing more from that connection, however often
-        asked: with no answer after `ASK_AGAIN` s the request goes again on a new connection, which wakes it (`_ask_again`) (asked again on
-        the same one, as wait_for_ready does, a start hung to its timeout, about one batch of 20 kernels in a hundred under load)"""
+        ipykernel 7 can leave a shell request unread until a new connection comes (ipykernel#1554), however often it is asked
+        on the old one: with no answer after `ASK_AGAIN` s the request goes again on a new connection (`_ask_again`)"""
         kc, end = self.kc, time.monotonic() + timeout
         async def check():
             if not (alive() if alive else await kc._async_is_alive()): raise RuntimeError('the kernel died while starting')

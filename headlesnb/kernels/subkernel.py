@@ -118,12 +118,15 @@ async def _alaunch(self) -> _Client:
     client = _Client(kernel_name=self.kernel_name, startup_timeout=int(self.startup_timeout))
     km = client.create_kernel_manager()
     km.shutdown_wait_time = 2.0
-    if os.name == 'posix':  # its sockets are files in a folder only we can enter: TCP ports chosen here could be taken by another process before the
-        # kernel bound them, and an ipykernel that fails to bind one hangs as it closes, neither answering nor ending (a start waited out its timeout)
-        km.transport, km.ip = 'ipc', os.path.join(tempfile.mkdtemp(prefix='headlesnb-kernel-'), 'sock')
+    # Its sockets are files in a folder only we can enter: TCP ports chosen here could be taken by another process before the
+    # kernel bound them, and an ipykernel that fails to bind one hangs as it closes, neither answering nor ending (a start
+    # waited out its timeout, about one batch of 20 kernels in a hundred under load)
+    socks = tempfile.mkdtemp(prefix='headlesnb-kernel-') if os.name == 'posix' else None
+    if socks: km.transport, km.ip = 'ipc', os.path.join(socks, 'sock')
     fd, log = tempfile.mkstemp(prefix=f'headlesnb-kernel-{self.kernel_name}-', suffix='.log')
+    files = (log, *([socks] if socks else []))
     client.log_path, client.pid, client.pgid, client.proc, client.watch = log, None, None, None, None
-    client.reaper = weakref.finalize(self, _reap, None, None, (log,))
+    client.reaper = weakref.finalize(self, _reap, None, None, files)
     try:
         with os.fdopen(fd, 'wb') as out:
             kw = dict(env={k: v for k, v in {**os.environ, **self.env}.items() if v is not None}, stdout=out, stderr=out)
@@ -133,7 +136,7 @@ async def _alaunch(self) -> _Client:
         p = km.provisioner
         client.pid, client.pgid, client.proc = p.pid, getattr(p, 'pgid', None), p.process
         client.reaper.detach()
-        client.reaper = weakref.finalize(self, _reap, p.pid, getattr(p, 'pgid', None), (log, km.connection_file, *([os.path.dirname(km.ip)] if km.transport == 'ipc' else [])))
+        client.reaper = weakref.finalize(self, _reap, p.pid, getattr(p, 'pgid', None), (*files, km.connection_file))
         client.watch = _ExitWatch(p.process)
         client.kc = km.client()
         await _maybe(client.kc.start_channels())
