@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['PATTERN_MAX', 'SEARCH_SECONDS', 'HASH_LEN', 'cap_text', 'strip_ansi', 'join_text', 'utf8_ok', 'utf8_safe',
            'estimate_tokens', 'id_list', 'check_int', 'check_str', 'text_diff', 'utc_now', 'SafePattern',
-           'content_hash', 'check_hash', 'hash_list', 'die_with_parent']
+           'content_hash', 'check_hash', 'hash_list', 'die_with_parent', 'read_regular']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
-import functools, hashlib, os, re, sys, time
+import errno, functools, hashlib, os, re, stat, sys, time
 import regex
 from datetime import datetime, timezone
 from .errors import BadArgumentError, ConflictError
@@ -179,3 +179,13 @@ def die_with_parent(parent:int|None=None):
         prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
         if os.getppid() != parent: os._exit(1)  # the parent died before the line above
     return setup
+
+# %% ../nbs/01_utils.ipynb #6732f5c4
+def read_regular(path, size:int=-1, dir_fd:int|None=None, flags:int=0) -> bytes:
+    """The bytes of file `path` (at most `size`), opened without blocking: OSError if it is not a regular file (a FIFO, a device,
+    a socket) rather than a read that waits for a writer. `dir_fd` and `flags` (such as `O_NOFOLLOW`) as for `os.open`"""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0) | flags, dir_fd=dir_fd)
+    with os.fdopen(fd, 'rb') as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, 'not a regular file (a FIFO, device or socket): only regular files are read', os.fspath(path))
+        return f.read(size)
