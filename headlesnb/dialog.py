@@ -14,7 +14,7 @@ from aidialog.dialog import Message
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
 from .errors import *
-from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list, utf8_ok
+from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list, utf8_ok, read_regular
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
@@ -564,9 +564,9 @@ def _templates(self:DialogManager, path) -> list:
     res = []
     for d in reversed([d for d in [path.parent, *path.parent.parents] if d.is_relative_to(self.root)]):
         t = d / 'TEMPLATE.ipynb'
-        if t.is_file() and t != path:
-            try: res += [cell2msg(c) for c in dialog_cells(t.read_bytes(), t)]
-            except (HeadlesnbError, OSError): pass  # a broken template is skipped, not a reason to refuse the dialog
+        if t != path:
+            try: res += [cell2msg(c) for c in dialog_cells(read_regular(t), t)]
+            except (HeadlesnbError, OSError): pass  # a missing or broken template (a FIFO: not waited on) is skipped, not a reason to refuse the dialog
     return res
 
 @patch
@@ -593,8 +593,11 @@ def dialog_messages(self:DialogManager, dialog_name:str) -> list:
     except NotFoundError: pass
     check_name(dialog_name, 'dialog name')
     path = self.resolve(f'{dialog_name}.ipynb', 'dialog path')
-    if not path.is_file(): raise NotFoundError(f"no dialog {dialog_name!r}")
-    return [msg_dict(cell2msg(c)) for c in dialog_cells(path.read_bytes(), path)]
+    if path.is_dir(): raise NotFoundError(f"no dialog {dialog_name!r}")
+    try: data = read_regular(path)  # (a FIFO named like a dialog: refused at once, not waited on)
+    except FileNotFoundError: raise NotFoundError(f"no dialog {dialog_name!r}") from None
+    except OSError as e: raise BadArgumentError(f"cannot read dialog {dialog_name!r} ({self.rel(path)}): {e.strerror or e}") from None
+    return [msg_dict(cell2msg(c)) for c in dialog_cells(data, path)]
 
 @patch
 def run_dialog_code(self:DialogManager, src_dialog:str, dialog_name:str|None=None, timeout:float|None=None) -> dict:

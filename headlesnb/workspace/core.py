@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..errors import *
 from ..paths import check_name
 from ..document import atomic_write, _sig
-from ..utils import check_int, check_str, id_list, estimate_tokens, SafePattern
+from ..utils import check_int, check_str, id_list, estimate_tokens, SafePattern, read_regular
 from ..context import render_sections
 from ..base import BaseManager
 
@@ -113,14 +113,15 @@ def _stat_sig(path):
     except OSError: return None
 
 def read_text(path:Path, rel:str, max_bytes:int, strict:bool=False) -> tuple:
-    "(text, stat signature, bytes) of a regular text file; folders, binary, huge and (`strict`) non-UTF-8 files refused"
+    """(text, stat signature, bytes) of a regular text file; folders, binary, huge and (`strict`) non-UTF-8 files refused, and
+    so are FIFOs and devices, at once (one swapped in after the look is refused by `read_regular`, not waited on)"""
     try: st = path.stat()
     except FileNotFoundError: raise NotFoundError(f"file {rel!r} does not exist") from None
     except OSError as e: raise BadArgumentError(f"cannot read {rel!r}: {e.strerror or e}") from None
     if stat.S_ISDIR(st.st_mode): raise BadArgumentError(f"{rel!r} is a folder, not a file")
     if not stat.S_ISREG(st.st_mode): raise BadArgumentError(f"{rel!r} is not a regular file")
     if st.st_size > max_bytes: raise BadArgumentError(f"{rel!r} is too large ({st.st_size:,} bytes; the limit is {max_bytes:,})")
-    try: data = path.read_bytes()
+    try: data = read_regular(path)
     except OSError as e: raise BadArgumentError(f"cannot read {rel!r}: {e.strerror or e}") from None
     if b'\0' in data[:8192]: raise BadArgumentError(f"{rel!r} looks like a binary file")
     try: text = data.decode('utf-8-sig', errors='strict' if strict else 'replace')
@@ -365,7 +366,7 @@ def _scan(self:Workspace, query:str, path:str='', glob:str|None=None, regex:bool
     if not isinstance(query, str) or not query: raise BadArgumentError("query must be a non-empty string")
     pat = SafePattern(query, regex, ignore_case)
     for p in self._files(path, glob):
-        try: data = p.read_bytes()
+        try: data = read_regular(p)  # (a FIFO swapped in since the listing: skipped, not waited on)
         except OSError: continue
         if b'\0' in data[:8192]: continue
         text = data.decode('utf-8-sig', errors='replace')
@@ -405,7 +406,8 @@ def sync(self:Workspace, strict:bool=True) -> bool:
 def _restore(self:Workspace):
     "Load the state file (CorruptFileError when it is not a workspace state); each idea reads its share"
     rel = self.rel(self.path)
-    try: d = json.loads(self.path.read_bytes())
+    try: d = json.loads(read_regular(self.path))
+    except OSError as e: raise BadArgumentError(f"cannot read workspace state {rel}: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e: raise CorruptFileError(f"{rel}: not valid JSON ({e})") from None
     if not isinstance(d, dict) or d.get('version') != 1: raise CorruptFileError(f"{rel}: not a workspace state (version 1 expected)")
     try:

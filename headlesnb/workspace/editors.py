@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str
+from ..utils import check_int, check_str, read_regular
 from ..document import atomic_write, _sig
 from ..history import Command, History
 from .core import *
@@ -84,7 +84,7 @@ class Editor:
         try: st = os.stat(self.full)
         except FileNotFoundError: return 'deleted'
         if self.sig is not None and _sig(st) == self.sig: return None
-        try: data = self.full.read_bytes()
+        try: data = read_regular(self.full)  # (a FIFO swapped in for the file: it is gone, and is not waited on)
         except OSError: return 'deleted'
         if _sha(data) == self.sha: self.sig = _sig(st); return None
         return 'changed'
@@ -95,7 +95,7 @@ class Editor:
         try:
             atomic_write(self.full, data)
             st = os.stat(self.full)
-            back = self.full.read_bytes()
+            back = read_regular(self.full)
         except OSError as e: raise ConflictError(f"cannot write {self.rel}: {e.strerror or e}") from None
         self.sha = _sha(data)
         self.sig = _sig(st) if _sha(back) == self.sha else None  # someone wrote right after us: compare contents next time

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str
+from ..utils import check_int, check_str, read_regular
 from ..document import parse_nb
 from ..dialog import cell2msg
 from .core import *
@@ -125,8 +125,9 @@ def _read_cell(self:Workspace, kind:str, meta:dict) -> tuple:
     if not meta.get('path'):
         raise BadArgumentError(f"{what} {owner!r} is not open" + ('' if mgr is not None else f": give WorkspaceManager a {what} manager ({what}s=...)"))
     full = self.resolve(meta['path'], f'{what} path')
-    try: nb = parse_nb(full.read_bytes(), meta['path'])
+    try: nb = parse_nb(read_regular(full), meta['path'])  # (a FIFO there: refused at once, not waited on)
     except FileNotFoundError: raise NotFoundError(f"{meta['path']!r} does not exist") from None
+    except OSError as e: raise BadArgumentError(f"cannot read {meta['path']!r}: {e.strerror or e}") from None
     i = next((i for i, c in enumerate(nb['cells']) if c['id'] == ref), None)
     if i is None: raise NotFoundError(f"no {'cell' if kind == 'cell' else 'message'} {ref!r} in {meta['path']}")
     c = nb['cells'][i]
