@@ -4,18 +4,19 @@
 
 # %% auto #0
 __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED',
-           'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'compact_schema', 'jms_error', 'sendable',
-           'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables', 'format_variable', 'output_mime',
-           'output_content', 'register_resources', 'changed_text', 'wants_progress', 'run_state_line', 'run_header',
-           'stop_line', 'RunTools', 'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools',
-           'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts',
-           'AgentNews', 'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health',
-           'http_app', 'mcp_main']
+           'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'one_segment', 'compact_schema',
+           'jms_error', 'sendable', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
+           'format_variable', 'output_mime', 'output_content', 'register_resources', 'changed_text', 'wants_progress',
+           'run_state_line', 'run_header', 'stop_line', 'RunTools', 'format_message', 'DialogTools', 'result_schema',
+           'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec',
+           'cite_text', 'register_prompts', 'AgentNews', 'register_agent_tools', 'tool_groups', 'build_server',
+           'BearerAuth', 'mcp_parser', 'Health', 'http_app', 'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, os, re, sys, threading, time, traceback, warnings
 from pathlib import Path
 from contextlib import asynccontextmanager, suppress
+from urllib.parse import quote
 from typing import Annotated, Literal
 import anyio, anyio.to_thread
 from pydantic import Field, ValidationError
@@ -26,6 +27,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.server.transport_security import TransportSecuritySettings
 from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import make_kernel, run_info
@@ -47,7 +49,12 @@ def failed(e:BaseException, limit:int=20_000) -> CallToolResult:
     return exc_result(e, limit)
 
 ALIASES = {'timeout_seconds': 'timeout'}  # jupyter-mcp-server's older argument names, which its clients still send
-_IMAGES = ((b'\x89PNG', 'image/png'), (b'\xff\xd8\xff', 'image/jpeg'), (b'GIF8', 'image/gif'))  # how each image's bytes start
+_NESTED = re.compile(r'notebook://(.+?)((?:/cells/[^/]+(?:/outputs/[^/]+)?)?)')
+
+def one_segment(uri) -> str:
+    "`notebook://sub/x/cells/...` as `notebook://sub%2Fx/cells/...`: a notebook name with folders in it as the templates' one segment"
+    m = _NESTED.fullmatch(str(uri))
+    return f"notebook://{quote(m[1], safe='')}{m[2]}" if m and '/' in m[1] else str(uri)
 
 # jupyter-mcp-server 2.2.4's optional arguments typed `string|null` / `integer|null` keep their `null`: a client that fills
 # every field from the schema (as OpenAI-style strict schemas do) says "not given" with null. Its stated defaults stay too.
@@ -111,10 +118,10 @@ class HeadlesnbMCPServer(MCPServer):
         if tool.description: tool.description = ' '.join(tool.description.split())  # a docstring's indentation is paid for in every request
 
     async def read_resource(self, uri, context=None):
-        "A resource; bytes (an image output) carry their own MIME type, not the template's"
-        res = await super().read_resource(uri, context)
+        "A resource (a notebook in a folder named as it is, `sub/x`, or as one segment, `sub%2Fx`); bytes (an image output) carry their own MIME type, not the template's"
+        res = await super().read_resource(one_segment(uri), context)
         if not isinstance(res, list): return res
-        return [ReadResourceContents(content=r.content, mime_type=next((m for s, m in _IMAGES if r.content.startswith(s)), r.mime_type), meta=r.meta)
+        return [ReadResourceContents(content=r.content, mime_type=image_type(r.content) or r.mime_type, meta=r.meta)
                 if isinstance(r.content, bytes) else r if (t := utf8_safe(r.content)) is r.content else ReadResourceContents(content=t, mime_type=r.mime_type, meta=r.meta) for r in res]
 
     async def call_tool(self, name, arguments, context=None):
@@ -336,9 +343,14 @@ async def read_output(self:NotebookTools, cell_index:_CellRef=None,
         output_index:Annotated[int, Field(description="Output (0-based)", ge=0)]=0,
         offset:Annotated[int, Field(description="First character", ge=0)]=0,
         limit:Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0)]=0,
-        notebook_name:_NbName=None, cell_id:_CellId=None) -> CallToolResult:
-    "Page through one output of a cell from a character offset: the rest of what an answer cut."
+        notebook_name:_NbName=None, cell_id:_CellId=None,
+        run_id:Annotated[str|None, Field(description="A run's output instead of a cell's (execute_code's are in no cell)")]=None) -> CallToolResult:
+    "Page through one output of a cell, or of a run, from a character offset: the rest of what an answer cut."
     def call():
+        if run_id is not None:
+            if cell_index is not None or cell_id is not None: raise BadArgumentError("give a cell (cell_index or cell_id) or a run_id, not both")
+            mgr = next((m for m in (self.nm, *self.peers) if m.has_run(run_id)), self.nm)  # (none: the notebooks' says the id is unknown)
+            return format_output_page(mgr.get_run(run_id)['outputs'], output_index, offset, limit, self.opts, OutputsOf(run_id=run_id))
         self.nm.flush_live(notebook_name)
         c = self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), True, notebook_name)
         return format_output_page(c.get('outputs') or [], output_index, offset, limit, self.opts, (self._name(notebook_name), c['id']))
@@ -407,7 +419,7 @@ def register_resources(srv:MCPServer, nm:NotebookManager):
         with nm.edit(name, strict=False) as it: return it.doc.dump()
     def cell(name, cell_id):
         c = nm.read_cell(cell_id, True, name)
-        outs = [dict(index=i, mimeType=output_mime(o), uri=f"notebook://{name}/cells/{c['id']}/outputs/{i}") for i, o in enumerate(c.get('outputs') or [])]
+        outs = [dict(index=i, mimeType=output_mime(o), uri=output_uri(name, c['id'], i)) for i, o in enumerate(c.get('outputs') or [])]
         return json.dumps(dict(id=c['id'], index=c['index'], cell_type=c['cell_type'], source=c['source'],
                                execution_count=c.get('execution_count'), hash=c['hash'], outputs=outs), ensure_ascii=False)
     def output(name, cell_id, index):
@@ -609,7 +621,7 @@ def run_state_line(d:dict) -> str:
 def _fmt_going(self:ToolGroup, d:dict, what:str) -> CallToolResult:
     "A run that goes on, or a poll of one: how it stands, then its outputs from `since` on (budgeted for the model)"
     blocks = format_outputs(d['outputs'], self.opts, merge=False, start=d['since'],
-                            where=(d['name'], d['cell_id']) if d.get('kind') == 'cell' and d.get('cell_id') else None)
+                            where=OutputsOf(d['name'], d['cell_id']) if d.get('kind') == 'cell' and d.get('cell_id') else OutputsOf(run_id=d['run_id']))
     span = f"outputs {d['since']}-{d['since'] + len(d['outputs']) - 1} of {d['total_outputs']}" if d['outputs'] else f"no new output (of {d['total_outputs']})"
     head = f"{run_state_line(d)}\n{what}: {d['status']}" + (f" [{d['execution_count']}]" if d.get('execution_count') is not None else '') + f"; {span}"
     if d.get('reason'): head += f"; {d['reason']}"
@@ -678,7 +690,8 @@ def _fmt_outputs(self:ToolGroup, r:dict, what:str, timeout:float, t0:float, name
     """A notebook run as jupyter-mcp-server 2.2 answers it: a block per output, then (`stream`, as its streaming execute_cell) how it
     ended; a run that did not end by itself says how it stopped first. Without `stream` the status is only in structuredContent
     (a client that reads the blocks gets the outputs alone, as from JMS). `name`: the notebook whose cell `r['id']` ran"""
-    blocks = format_outputs(r['outputs'], self.opts, merge=False, where=(name, r['id']) if name and r.get('id') else None)
+    where = OutputsOf(name, r['id']) if name and r.get('id') else OutputsOf(run_id=r['run_id']) if r.get('run_id') else None
+    blocks = format_outputs(r['outputs'], self.opts, merge=False, where=where)
     elapsed = time.monotonic() - t0
     if r['status'] not in ('ok', 'error'):  # the first line says how it stopped, once; our detail after it
         said = run_header(what, r, timeout, said=True)
@@ -702,7 +715,15 @@ def _fmt_run(self:ToolGroup, r:dict, what:str, timeout:float, outputs:list|None=
     return blocks
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #5bee0275
-def _cell_what(r:dict, verb:str='') -> str: return f"{verb}cell {r['index'] if r.get('index') is not None else '?'} (id {r.get('id') or r.get('cell_id')})"
+@patch
+def _cell_what(self:NotebookTools, r:dict, verb:str='') -> str:
+    "`ran cell 3 (id …)`; a run that goes on has no index in its answer: it is looked up (the cell may have moved since the run began)"
+    idx, cid = r.get('index'), r.get('id') or r.get('cell_id')
+    if idx is None:
+        with suppress(HeadlesnbError, ValueError):
+            doc = self.nm.item(r.get('name')).doc
+            with doc.lock: idx = doc.ids().index(cid)
+    return f"{verb}cell {idx} (id {cid})" if idx is not None else f"{verb}cell id {cid} (deleted since)"
 
 @patch
 async def execute_cell(self:NotebookTools, cell_index:_CellRef=None, timeout:_Timeout=0, stream:_Stream=True,
@@ -712,7 +733,7 @@ async def execute_cell(self:NotebookTools, cell_index:_CellRef=None, timeout:_Ti
     async def start(st):
         r = await self.nm.aexecute_cell(self._cell(cell_index, cell_id, notebook_name), t, notebook_name, wait=wait)
         self._tell_when_done(ctx, r); return r
-    def fmt(r): return self._fmt_or_going(r, _cell_what(r), lambda r: self._fmt_outputs(r, _cell_what(r), t, t0, self._name(notebook_name), stream))
+    def fmt(r): return self._fmt_or_going(r, self._cell_what(r), lambda r: self._fmt_outputs(r, self._cell_what(r), t, t0, self._name(notebook_name), stream))
     return await self._run(ctx, start, fmt, f'cell {cell_index}', t, progress_interval)
 
 @patch
@@ -725,7 +746,7 @@ async def insert_execute_code_cell(self:NotebookTools, cell_index:_Pos,
     async def start(st):
         r = await self.nm.ainsert_execute_code_cell(self._ref(cell_index, notebook_name), cell_source, t, notebook_name, wait=wait)
         self._tell_when_done(ctx, r); return r
-    def fmt(r): return self._fmt_or_going(r, _cell_what(r, 'inserted '), lambda r: self._fmt_outputs(r, _cell_what(r, 'inserted and ran '), t, t0, self._name(notebook_name), stream))
+    def fmt(r): return self._fmt_or_going(r, self._cell_what(r, 'inserted '), lambda r: self._fmt_outputs(r, self._cell_what(r, 'inserted and ran '), t, t0, self._name(notebook_name), stream))
     return await self._run(ctx, start, fmt, 'new cell', t, progress_interval)
 
 @patch
@@ -770,10 +791,21 @@ async def run_all(self:NotebookTools, notebook_name:_NbName=None,
 async def interrupt(self:NotebookTools, notebook_name:_NbName=None,
         run_id:Annotated[str|None, Field(description="Stop only this run")]=None) -> CallToolResult:
     "Stop the code running in a notebook's kernel (and its queued runs), or one run by its id."
+    def call():
+        d = self.nm.interrupt(notebook_name, run_id)
+        if run_id is None:  # which notebook it looked at, and what goes on in the others (which it left alone)
+            d['name'] = self.nm.item(notebook_name).name
+            d['elsewhere'] = [r for r in self.nm.list_runs() if not r['done'] and r['name'] != d['name']]
+        return d
     def fmt(d):
         if run_id is not None: return f"run {d['run_id']}: " + ("stopping it" if d['interrupted'] else f"it had already ended ({d['status']})")
-        return ("interrupted the running code" if d['interrupted'] else "nothing was running") + (f"; {_plural(d['dropped'], 'queued run')} dropped" if d.get('dropped') else '')
-    return await self._do(lambda: self.nm.interrupt(notebook_name, run_id), fmt)
+        text = (f"interrupted the code running in {d['name']!r}" if d['interrupted'] else f"nothing was running in {d['name']!r}") + (
+                f"; {_plural(d['dropped'], 'queued run')} dropped" if d.get('dropped') else '')
+        if d['elsewhere']:
+            text += ("; still going in other notebooks: " + ', '.join(f"{r['run_id']} ({r['name']!r}, {r['status']})" for r in d['elsewhere'])
+                     + " (interrupt(notebook_name=...) or interrupt(run_id=...) stops one)")
+        return text
+    return await self._do(call, fmt)
 
 class RunTools(ToolGroup):
     "The tools over every manager's runs (notebooks' and dialogs'): a run id names its manager"
@@ -1411,9 +1443,13 @@ class Health:
         await send({'type': 'http.response.body', 'body': body})
 
 def http_app(srv:MCPServer, host:str='127.0.0.1', token:str|None=None, port:int|None=None, allow_hosts=(), max_body:int=MAX_BODY):
-    "The streamable HTTP ASGI app of `srv` (at /mcp) behind `Guard` (Host, Origin, fetch metadata, the token when given, body size), and its health probe"
-    return Health(Guard(srv.streamable_http_app(host=host), host=host, port=port, token=token, allow_hosts=tuple(allow_hosts),
-                        max_body=max_body, methods=('GET', 'POST', 'DELETE'), name='headlesnb mcp'), srv.engine)
+    """The streamable HTTP ASGI app of `srv` (at /mcp) behind `Guard` (Host, Origin, fetch metadata, the token when given, JSON bodies,
+    body size), and its health probe. The SDK's own Host/Origin check is off and its body limit ours: one rule decides, and every
+    refusal answers JSON and leaves a line in the log"""
+    app = srv.streamable_http_app(host=host, max_request_body_size=max_body,
+                                  transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    return Health(Guard(app, host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body,
+                        methods=('GET', 'POST', 'DELETE'), name='headlesnb mcp', body_types=('application/json',)), srv.engine)
 
 def mcp_main(argv=None):
     "Run the MCP server from command-line arguments"
@@ -1431,7 +1467,10 @@ def mcp_main(argv=None):
                                          agent_host='process',  # its dialog agents outlive it, and resume if they die with it
                                          code_map=dict(auto=None, on=True, off=False)[a.code_map]),
                            close_engine=True)
-        if a.notebook: srv.engine.notebooks.use_notebook(Path(a.notebook).stem, a.notebook)
+        if a.notebook:
+            try: srv.engine.notebooks.use_notebook(Path(a.notebook).stem, a.notebook)
+            except NotFoundError: raise NotFoundError(f"--notebook {a.notebook}: there is no such notebook under {srv.engine.root}: give one that exists, "
+                                                      "or leave --notebook out (a client makes one with use_notebook(mode='create'))") from None
     except HeadlesnbError as e: sys.exit(f"headlesnb mcp: {e}")
     root = srv.engine.root
     if a.transport == 'stdio':  # stdout is the protocol's: the one line goes to stderr

@@ -57,15 +57,18 @@ _SAFE_HEADERS = [(b'x-content-type-options', b'nosniff'), (b'referrer-policy', b
 class Guard:
     "ASGI middleware: only the server's own clients get through (Host, Origin, fetch metadata, token, method); bodies are capped"
     def __init__(self, app, host:str='127.0.0.1', port:int|None=None, allow_hosts=(), token:str|None=None,
-                 max_body:int=MAX_BODY, methods=('GET', 'HEAD', 'POST'), name:str='headlesnb', log=None):
+                 max_body:int=MAX_BODY, methods=('GET', 'HEAD', 'POST'), name:str='headlesnb', log=None, body_types=None):
         if not is_loopback(host) and not token:
             raise BadArgumentError(f"{name} on {host} (not loopback) needs a token: anyone who reaches the port could run code. "
                                    f"Pass --token (or set the environment variable), or bind 127.0.0.1")
         self.app, self.port, self.token, self.max_body, self.name = app, port, token, max_body, name
         self.methods = {m.upper() for m in methods}
+        self.body_types = body_types and {t.lower() for t in body_types}  # the media types a POST body may have (None: any)
         self.any_host = '*' in allow_hosts
         self.names, self.pairs = set(LOOPBACK_NAMES), set()  # names allowed on the server's port; (name, port) pairs
-        if not is_loopback(host) and host.strip().lower() not in _WILDCARD: self.names.add(bracket(host))
+        bound = host.strip().lower() not in _WILDCARD
+        if bound: self.names.add(bracket(host))  # the address it was bound to (127.0.0.2, a LAN address) is its own
+        self.home = bracket(host) if bound else '127.0.0.1'  # where a refused client is sent: an address this server answers on
         for h in allow_hosts:
             if h == '*': continue
             n, p = split_host(bracket(h) if h.count(':') > 1 else h)
@@ -93,7 +96,7 @@ def check(self:Guard, scope) -> tuple|None:
     "Why this request or handshake is refused, as (status, reason), or None to let it through"
     h, port = _headers(scope), self.port or (scope.get('server') or (None, 80))[1]
     if not self.host_ok(h.get('host', ''), port):
-        return 421, f"Host {h.get('host', '')[:100]!r} is not this server's (DNS rebinding?): use http://127.0.0.1:{port} or allow the name explicitly"
+        return 421, f"Host {h.get('host', '')[:100]!r} is not this server's (DNS rebinding?): use http://{self.home}:{port} or allow the name explicitly"
     origin = h.get('origin')
     if origin is not None and not self.origin_ok(origin, port):
         return 403, f"cross-origin request from {origin[:100]!r} refused: only this server's own pages and local clients may call it"
@@ -103,6 +106,10 @@ def check(self:Guard, scope) -> tuple|None:
         return 403, f"a {site} request (fetch mode {mode or '?'}, for {dest or '?'}) refused: only this server's own pages may call it"
     if scope['type'] == 'http' and scope['method'] not in self.methods:
         return 405, f"{scope['method']} is not allowed: this server takes {', '.join(sorted(self.methods))}"
+    if self.body_types and scope['type'] == 'http' and scope['method'] == 'POST':
+        ct = h.get('content-type', '').split(';')[0].strip().lower()
+        if ct not in self.body_types:  # (text/plain and forms are what a page elsewhere can post without a preflight)
+            return 415, f"a POST body of type {ct[:60] or '(none given)'} is not accepted: send Content-Type: {' or '.join(sorted(self.body_types))}"
     return None
 
 def _given_token(scope, h:dict, cookie:str) -> tuple:

