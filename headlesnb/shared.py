@@ -20,12 +20,18 @@ from jupyter_ydoc import YNotebook
 from websockets.asyncio.client import connect
 from .errors import *
 from .document import NbDoc, check_nb, parse_nb, MISSING, _open_docs
-from .utils import join_text
+from .utils import join_text, read_regular
 
 # %% ../nbs/03a_shared.ipynb #07a33cb9
 RAW = 2  # jupyter-collaboration's message type for JSON messages (a save asked for, and its answer)
 INSTALL = 'pip install jupyter-collaboration'
 log = logging.getLogger(__name__)
+
+def _read(path) -> bytes:
+    "The bytes of notebook file `path`: only a regular file is read (a FIFO named x.ipynb would wait for a writer, forever)"
+    try: return read_regular(path)
+    except FileNotFoundError: raise NotFoundError(f"{path} does not exist") from None
+    except OSError as e: raise BadArgumentError(f"cannot read {path}: {e.strerror or e}") from None
 
 class JupyterDocs:
     "The shared documents of the Jupyter server at `url` (jupyter-collaboration's rooms): whether it has them, and where a notebook's room is"
@@ -53,7 +59,7 @@ class JupyterDocs:
         "The server's path of the notebook file `path` (under `root`): the first of its paths relative to `root` and root's parents that the server has, with the same bytes"
         rels = [Path(path).relative_to(base).as_posix() for base in [root, *root.parents][:8]]
         for _ in range(20):
-            digest, changing = hashlib.sha256(Path(path).read_bytes()).hexdigest(), False
+            digest, changing = hashlib.sha256(_read(path)).hexdigest(), False
             for rel in rels:
                 r = self._get('GET', f'/api/contents/{quote(rel)}', params=dict(content=0, hash=1))
                 if r.status_code == 200 and r.json().get('type') == 'notebook':
@@ -149,7 +155,7 @@ class SharedDoc(NbDoc):
     @classmethod
     def open(cls, path, docs:JupyterDocs, rel:str, save_delay:float=0.2):
         "Join the room of the server's notebook `rel` (the file `path`), and read it (CorruptFileError, as `NbDoc.load`, if the file is no notebook)"
-        parse_nb(Path(path).read_bytes(), path)  # (the server would refuse the room, saying less)
+        parse_nb(_read(path), path)  # (the server would refuse the room, saying less)
         doc = cls(Path(path).resolve(), docs.room(rel), docs.headers, save_delay)
         asyncio.run_coroutine_threadsafe(doc._connect(), io_loop()).result(docs.timeout + 5)
         if not doc._ready.wait(docs.timeout) or doc.lost:  # (the server may refuse the room: it closes the connection saying why)

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str, utf8_ok
+from ..utils import check_int, check_str, utf8_ok, read_regular
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #6bc1b5c7
 EXTENSIONS = {
@@ -306,8 +306,7 @@ def nbdev_source(rel:str, data:bytes) -> dict|None:
 
 def parse_file(full:str, rel:str, lang:str, module:str|None, max_bytes:int) -> dict:
     "Read and index one file: its hash, module (None: found from its text) and `extract`'s result (or why it was skipped)"
-    try:
-        with open(full, 'rb') as f: data = f.read(max_bytes + 1)
+    try: data = read_regular(full, max_bytes + 1)  # (a FIFO swapped in since the listing: skipped, not waited on)
     except OSError as e: return dict(hash='', skip=f'cannot read: {e.strerror or e}')
     h = hashlib.sha1(data).hexdigest()
     if len(data) > max_bytes: return dict(hash=h, skip='too large')

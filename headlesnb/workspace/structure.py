@@ -107,13 +107,15 @@ def background_build(root, limit:int|None) -> Build:
         return b
 
 def _builder():
-    while True:
-        if not _PENDING: time.sleep(POLL); continue  # the only taker: what it saw is there
-        b = _PENDING.popleft()
-        try: _build(b)
+    "The builder thread: the queued builds, one by one, for as long as its module (or notebook) namespace holds its queue"
+    g, pending, done, build, sleep, clock, poll = globals(), _PENDING, _DONE, _build, time.sleep, time.monotonic, POLL
+    while g.get('_PENDING') is pending:  # (the namespace cleared: a notebook's shell closed, the interpreter ending; the thread ends)
+        if not pending: sleep(poll); continue  # the only taker: what it saw is there
+        b = pending.popleft()
+        try: build(b)
         except Exception as e: b.state, b.error = 'failed', f'{type(e).__name__}: {e}'
         finally:
-            with _DONE: b.ended = time.monotonic(); _DONE.notify_all()
+            with done: b.ended = clock(); done.notify_all()
 
 def _build(b:Build):
     b.state = 'listing'
