@@ -564,8 +564,8 @@ def _templates(self:DialogManager, path) -> list:
     res = []
     for d in reversed([d for d in [path.parent, *path.parent.parents] if d.is_relative_to(self.root)]):
         t = d / 'TEMPLATE.ipynb'
-        if t != path:
-            try: res += [cell2msg(c) for c in dialog_cells(read_regular(t), t)]
+        if t != path:  # (resolved in the root: a symlink out of it is refused)
+            try: res += [cell2msg(c) for c in dialog_cells(read_regular(self.resolve(self.rel(t), 'template path')), t)]
             except (HeadlesnbError, OSError): pass  # a missing or broken template (a FIFO: not waited on) is skipped, not a reason to refuse the dialog
     return res
 
