@@ -4,13 +4,13 @@
 
 # %% auto #0
 __all__ = ['MAX_PART', 'BIG_BODY', 'FORM_TYPES', 'ECHO_KEYS', 'ENDPOINTS', 'EMPTY_ERR', 'POP_WAIT', 'LOAD_WAIT', 'DATA_TTL',
-           'parse_dict', 'Form', 'UnsupportedMediaType', 'read_form', 'prompt_reply', 'wire_output', 'wire_msg',
-           'parse_output', 'number_lines', 'line_range', 'trunc_mid', 'msg_xml', 'endpoint', 'DhServer', 'norm_name',
-           'flag_value', 'NotConfigured', 'ShuttingDown', 'one_line', 'log_error', 'error_info', 'TextResponse',
-           'json_response', 'error_response', 'to_response', 'health']
+           'parse_dict', 'Form', 'UnsupportedMediaType', 'UploadedFile', 'read_form', 'prompt_reply', 'wire_output',
+           'wire_msg', 'parse_output', 'number_lines', 'line_range', 'trunc_mid', 'msg_xml', 'endpoint', 'DhServer',
+           'norm_name', 'flag_value', 'NotConfigured', 'ShuttingDown', 'one_line', 'log_error', 'error_info',
+           'TextResponse', 'json_response', 'error_response', 'to_response', 'health']
 
 # %% ../../nbs/23_fronts.server.ipynb #d97441c6
-import ast, asyncio, json, re, sys, traceback
+import ast, asyncio, json, math, re, sys, traceback
 from urllib.parse import parse_qsl
 from fastcore.basics import patch
 from starlette.concurrency import run_in_threadpool
@@ -40,25 +40,35 @@ def parse_dict(v, what:str='value') -> dict:
         if isinstance(res, dict): return res
     raise BadArgumentError(f"{what} must be a JSON object, not {str(v)[:80]!r}")
 
+def _kind(v) -> str:
+    "What a JSON value is, as an error names it"
+    if isinstance(v, bool): return 'true/false'
+    return {list: 'a list', dict: 'an object', str: 'a string'}.get(type(v)) or ('a number' if isinstance(v, (int, float)) else type(v).__name__)
+
 class Form:
-    "A request's fields, read the way dialoghelper sends them (last value wins; `list` gives repeated keys)"
+    """A request's fields, read the way dialoghelper sends them (last value wins; `list` gives repeated keys or a JSON list).
+    A field of the wrong type (a JSON body can send any) is refused, naming the field and the type it takes"""
     def __init__(self, items):
         self.d = {}
         for k, v in items: self.d.setdefault(k, []).append(v)
     def __contains__(self, k): return k in self.d
     def __repr__(self): return f'Form({self.d!r})'
     def keys(self) -> list: return list(self.d)
-    def list(self, k) -> list: return self.d.get(k, [])
-    def get(self, k, default=None):
+    def list(self, k) -> list: return [x for v in self.d.get(k, []) for x in (v if isinstance(v, list) else [v])]
+    def raw(self, k, default=None):
+        "The value of `k` as it came (from a JSON body: any JSON type)"
         v = self.d.get(k)
         return v[-1] if v else default
 
-    def str(self, k, default=None):
-        v = self.get(k, default)
-        return v if v is None or isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+    def get(self, k, default=None):
+        "Text field `k`"
+        v = self.raw(k)
+        if v is None: return default
+        if not isinstance(v, str): raise BadArgumentError(f"{k} must be a string, not {_kind(v)}")
+        return v
 
     def bool(self, k, default:bool=False) -> bool:
-        v = self.get(k)
+        v = self.raw(k)
         if v is None: return default
         if isinstance(v, bool): return v
         s = str(v).strip().lower()
@@ -67,19 +77,28 @@ class Form:
         raise BadArgumentError(f"{k} must be true or false, not {v!r}")
 
     def int(self, k, default=None):
-        v = self.get(k)
+        v = self.raw(k)
         if v is None or v == '': return default
-        if isinstance(v, bool): raise BadArgumentError(f"{k} must be an integer, not {v!r}")
+        if not isinstance(v, (str, int)) or isinstance(v, bool): raise BadArgumentError(f"{k} must be an integer, not {_kind(v)}")
         try: return int(v)
-        except (TypeError, ValueError): raise BadArgumentError(f"{k} must be an integer, not {str(v)[:40]!r}") from None
+        except ValueError: raise BadArgumentError(f"{k} must be an integer, not {v[:40]!r}") from None
+
+    def number(self, k, default=None):
+        "Number field `k` (NaN and infinities refused: no wait, limit or size is one)"
+        v = self.raw(k)
+        if v is None or v == '': return default
+        try: x = float(v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
+        except ValueError: x = None
+        if x is None or not math.isfinite(x): raise BadArgumentError(f"{k} must be a finite number, not {str(v)[:40]!r}")
+        return x
 
     def ids(self, k) -> list:
         "Message ids: a comma-separated string, repeated keys, or a JSON list"
         res = []
-        for v in self.list(k): res += [str(x) for x in v] if isinstance(v, list) else str(v).split(',')
+        for v in self.list(k): res += str(v).split(',')
         return [i.strip() for i in res if i.strip()]
 
-    def dict(self, k) -> dict: return parse_dict(self.get(k), k)
+    def dict(self, k) -> dict: return parse_dict(self.raw(k), k)
 
 # %% ../../nbs/23_fronts.server.ipynb #22c0d973
 MAX_PART = MAX_BODY  # a multipart field may be as large as a whole body (a message's content)
@@ -87,24 +106,29 @@ BIG_BODY = 256 * 1024  # bodies larger than this are parsed in a worker thread
 FORM_TYPES = ('application/x-www-form-urlencoded', 'multipart/form-data', 'application/json')
 
 class UnsupportedMediaType(BadArgumentError): "A request body of a content type the server does not read"
+class UploadedFile(BadArgumentError): "A multipart field sent as a file, where text is read"
+
+def _not_json(c): raise ValueError(f"{c} is not a JSON value")
 
 def _items(body:bytes, ct:str) -> list:
-    "The fields of a urlencoded or JSON body"
+    "The fields of a urlencoded or JSON body (a JSON value kept as it is: `Form` checks its type where it is read)"
     if ct == 'application/json':
         if not body.strip(): return []
-        try: d = json.loads(body)
+        try: d = json.loads(body, parse_constant=_not_json)  # (Python reads NaN and Infinity; JSON has neither)
         except (ValueError, RecursionError) as e: raise BadArgumentError(f"the request body is not valid JSON: {e}") from None
         if not isinstance(d, dict): raise BadArgumentError("a JSON request body must be an object")
-        return [(k, x) for k, v in d.items() if v is not None for x in (v if isinstance(v, list) else [v])]
+        return [(k, v) for k, v in d.items() if v is not None]
     try: return parse_qsl(body.decode('utf-8'), keep_blank_values=True, max_num_fields=100_000)
     except (UnicodeDecodeError, ValueError) as e: raise BadArgumentError(f"the request body is not UTF-8 form data: {e}") from None
 
 def _multipart(headers, body:bytes) -> list:
-    "The text fields of a multipart body already read (run in a worker thread: its own event loop)"
+    "The fields of a multipart body already read (run in a worker thread: its own event loop); a file upload is refused"
     async def stream(): yield body
     async def parse(): return await MultiPartParser(headers, stream(), max_part_size=MAX_PART, max_fields=100_000).parse()
     form = asyncio.run(parse())
-    return [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
+    if files := [k for k, v in form.multi_items() if not isinstance(v, str)]:
+        raise UploadedFile(f"field {files[0]!r} came as a file upload: send its text as a field (curl -F '{files[0]}=<file', not =@file)")
+    return list(form.multi_items())
 
 async def read_form(req:Request) -> Form:
     "The request's fields: query string, then a urlencoded, multipart or JSON body"
@@ -118,6 +142,7 @@ async def read_form(req:Request) -> Form:
                                        "(application/x-www-form-urlencoded or multipart/form-data) or a JSON object")
         if ct == 'multipart/form-data':
             try: items += await run_in_threadpool(_multipart, req.headers, body)
+            except UploadedFile: raise
             except Exception as e: raise BadArgumentError(f"the multipart body cannot be read: {e}") from None
         elif len(body) > BIG_BODY: items += await run_in_threadpool(_items, body, ct)
         else: items += _items(body, ct)
@@ -210,13 +235,17 @@ class DhServer:
 
 # %% ../../nbs/23_fronts.server.ipynb #347ab32e
 def norm_name(name, what:str='dialog name') -> str:
+    "A dialog name as the client may send it (a leading `/`, a trailing `.ipynb`) as the manager takes it"
     if not isinstance(name, str) or not name.strip().strip('/'): raise BadArgumentError(f"no {what} given")
-    return name.strip('/').removesuffix('.ipynb')  # (not stripped of spaces or newlines: `check_name` refuses those, clearly)
+    res = name.strip('/').removesuffix('.ipynb')  # (not stripped of spaces or newlines: `check_name` refuses those, clearly)
+    if res.endswith('.ipynb'):  # (its file would be taken for dialog `res` minus `.ipynb`, which then could not be opened)
+        raise BadArgumentError(f"{what} {name!r} ends in .ipynb twice: name the dialog {res.removesuffix('.ipynb')!r}")
+    return res
 
 @patch
 def dialog(self:DhServer, name) -> str:
     "The normalised name of dialog `name`, opened from disk on first use"
-    if not isinstance(name, str) or not name.strip().strip('/'): raise BadArgumentError("No active dialog: dlg_name is missing")
+    if name is None or (isinstance(name, str) and not name.strip().strip('/')): raise BadArgumentError("No active dialog: dlg_name is missing")
     name = norm_name(name)
     try: self.dm.item(name)
     except NotFoundError: self.dm.use_dialog(name, mode='connect')  # opening is atomic: a racing request just finds it open
@@ -246,14 +275,15 @@ def fields(self:DhServer, f:Form, msg_type:str, names) -> dict:
     res = {}
     for k in names:
         if k not in f: continue
-        v = f.get(k)
+        v = f.raw(k)
         if k in ('meta', 'mergemeta'): res[k] = parse_dict(v, k)
-        elif k == 'output': res[k] = parse_output(msg_type, v if isinstance(v, (str, list)) else str(v))
+        elif k == 'output':
+            if not isinstance(v, (str, list)): raise BadArgumentError(f"output must be text or a list of Jupyter outputs, not {_kind(v)}")
+            res[k] = parse_output(msg_type, v)
         elif k in FLAGS:
             res[k] = flag_value(v)
             if not isinstance(res[k], (bool, int)): raise BadArgumentError(f"{k} must be true/false or a number, not {str(v)[:40]!r}")
-        elif k == 'time_run': res[k] = '' if v is None else str(v)
-        else: res[k] = v
+        else: res[k] = f.get(k)  # content, msg_type, time_run: text
     return res
 
 # %% ../../nbs/23_fronts.server.ipynb #0d913cc7

@@ -95,7 +95,7 @@ def add_relative_(self:DhServer, f:Form):
     self.check_keys(f, {'content', 'placement', 'id_', 'msg_type', 'run', *ADD_FIELDS})
     mid, msg_type = f.get('id_') or None, f.get('msg_type') or 'note'
     placement = f.get('placement') or ('add_after' if mid else 'at_end')
-    content = f.str('content', '')
+    content = f.get('content', '')
     run = f.bool('run') and msg_type in ('code', 'prompt')  # Solveit ignores run for notes and raw messages
     r = self.dm.add_message(content, msg_type, placement, mid, dialog_name=name, run=run, **self.fields(f, msg_type, ADD_FIELDS))
     return {'id': r['id']}
@@ -112,7 +112,7 @@ def update_msg_(self:DhServer, f:Form):
         check_hash(f.get('expected_hash') or None, cur['content'], f"message {mid}")  # a stale edit is refused, showing the message now
         wire = wire_msg(cur)
         new = self.fields(f, f.get('msg_type') or cur['msg_type'], FIELDS)
-        if 'output' in new and f.get('output') == wire['output']: del new['output']  # the echo of what read_msg gave
+        if 'output' in new and f.raw('output') == wire['output']: del new['output']  # the echo of what read_msg gave
         for k in [k for k in new if k not in ('output', 'mergemeta') and k in wire]:
             v = new[k]
             same = (int(bool(v)) == int(bool(wire[k]))) if k in FLAGS and k != 'bookmark' else v == wire[k]
@@ -232,8 +232,9 @@ def stop_kernel_(self:DhServer, f:Form):
     name = norm_name(f.get('name') or f.get('dlg_name'))
     check_name(name, 'dialog name')
     if not self.dm.resolve(f'{name}.ipynb', 'dialog path').is_file(): raise NotFoundError(f"no dialog {name!r}")
-    if any(d['name'] == name for d in self.dm.list_dialogs()): self.dm.unuse_dialog(name)
-    return {'success': 'dialog stopped'}
+    opened = [d['name'] for d in self.dm.list_dialogs() if d['path'] == f'{name}.ipynb']  # (its file, whatever name opened it)
+    for n in opened: self.dm.unuse_dialog(n)
+    return {'success': 'dialog stopped' if opened else f'dialog {name!r} was not running: nothing to stop'}
 
 @endpoint()
 def rm_dialog_(self:DhServer, f:Form):

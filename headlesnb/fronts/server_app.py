@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['AGENTS_CSS', 'AGENTS_JS', 'AGENTS_CSP', 'PAGE_CSS', 'PAGE_JS', 'PAGE_CSP', 'INDEX_CSP', 'WATCH_EVERY', 'RUN_KINDS',
-           'INDEX_CSS', 'render_tree_html', 'render_agents_page', 'agent_routes', 'build_app', 'add_html_',
+           'INDEX_CSS', 'render_tree_html', 'render_agents_page', 'agent_routes', 'one_slash', 'build_app', 'add_html_',
            'pop_data_blocking_', 'render_md', 'render_output', 'render_msg', 'render_page', 'sse', 'page_error', 'ago',
            'first_line', 'dialog_summary', 'render_row', 'render_index', 'point_client', 'serve_parser', 'serve_main']
 
@@ -19,7 +19,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketState
 from fasthtml.common import FastHTML
 from ..errors import *
-from ..utils import strip_ansi, utf8_safe
+from ..utils import strip_ansi, utf8_safe, read_regular
 from ..paths import check_name
 from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
@@ -171,6 +171,15 @@ def agent_routes(agents:AgentManager, poll_every:float=0.25) -> list:
             Route('/agents/events', events, methods=['GET']), Route('/agents/abort', abort, methods=['POST'])]
 
 # %% ../../nbs/23b_fronts.server_app.ipynb #c9dfad36
+_LEAD = re.compile(r'^[/\\\x00-\x20]+')  # what a browser reads as `//` at the start of a link: slashes, backslashes, tabs, newlines
+
+def one_slash(app):
+    "ASGI: the request path's leading slashes (and what a browser takes for one) made one `/`"
+    async def asgi(scope, receive, send):
+        if scope['type'] in ('http', 'websocket') and (p := scope.get('path', '')) != (q := _LEAD.sub('/', p)): scope = {**scope, 'path': q}
+        await app(scope, receive, send)
+    return asgi
+
 def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None, *, host:str='127.0.0.1', port:int|None=None,
               token:str|None=None, allow_hosts=(), max_body:int=MAX_BODY, durable:bool=True, close_engine:bool|None=None) -> FastHTML:
     """The dialoghelper-compatible app over `engine`'s dialogs and workspaces (default: a new durable `Engine(root)`); the engine
@@ -203,6 +212,7 @@ def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None, *
         *agent_routes(srv.engine.agents),
         Route('/{name}', call, methods=['POST'])])  # every endpoint in ENDPOINTS, looked up when called
     app.add_middleware(Guard, **guard)
+    app.add_middleware(one_slash)  # (added last: outermost)
     return app
 
 # %% ../../nbs/23b_fronts.server_app.ipynb #7dd1f286
@@ -219,7 +229,7 @@ def publish(self:DhServer, name:str, event:str, data:str) -> int:
 async def add_html_(self:DhServer, f:Form):
     "Swap `content` into the pages showing the dialog"
     name = norm_name(f.get('dlg_name') or '', 'dialog name (dlg_name)')
-    content = f.str('content', '')
+    content = f.get('content', '')
     return {'success': 'Content added to DOM', 'browsers': self.publish(name, 'html', content)}
 
 @patch
@@ -231,10 +241,9 @@ def _prune(self:DhServer):
 @endpoint('async')
 async def pop_data_blocking_(self:DhServer, f:Form):
     "Wait for a browser to push data under `data_id`; that data, with `data_id`"
-    did = f.str('data_id')
+    did = f.get('data_id')
     if not did: raise BadArgumentError("no data_id given")
-    try: wait = min(max(float(f.get('timeout') or POP_WAIT), 0), 600)
-    except (TypeError, ValueError): raise BadArgumentError(f"timeout must be a number of seconds, not {str(f.get('timeout'))[:40]!r}") from None
+    wait = min(max(f.number('timeout') or POP_WAIT, 0), 600)
     if did in self.data: return {**self.data.pop(did)[1], 'data_id': did}
     if self.closing: raise ShuttingDown("the server is shutting down")
     fut = self.waiters.get(did)
@@ -335,7 +344,10 @@ def signature(self:DhServer, name:str):
     try: it = self.dm.item(name)
     except HeadlesnbError: return None
     st = it.state
-    return f"{id(it.doc)}:{it.doc.version}:{len(st.get('queue') or ())}:{st.get('running')}"
+    try: disk = os.stat(it.path)  # (its file changed by another program: the page draws it again, as read again)
+    except OSError: disk = None
+    disk = disk and (disk.st_mtime_ns, disk.st_size, disk.st_ino)
+    return f"{id(it.doc)}:{it.doc.version}:{len(st.get('queue') or ())}:{st.get('running')}:{disk}"
 
 # %% ../../nbs/23b_fronts.server_app.ipynb #2293ab14
 PAGE_CSS = """
@@ -510,7 +522,7 @@ async def events(self:DhServer, req:Request):
     async def stream():
         try:
             yield sse('ready', name)
-            n, last_sig = 0, last
+            n, last_sig, shown = 0, last, None
             while not self.closing:
                 try:
                     ev, data = await asyncio.wait_for(q.get(), WATCH_EVERY)
@@ -520,8 +532,10 @@ async def events(self:DhServer, req:Request):
                 sig = self.signature(name)
                 if sig is not None and sig != last_sig:
                     last_sig = sig
-                    try: yield sse('messages', await run_in_threadpool(self.render_messages, name))
-                    except HeadlesnbError: pass
+                    try: body = await run_in_threadpool(self.render_messages, name)
+                    except HeadlesnbError: body = shown
+                    if body != shown: yield sse('messages', body)  # (not after our own save: the file changed, the page did not)
+                    shown = body
                 n += 1
                 if n % 100 == 0: yield ': keep-alive\n\n'
         finally:
@@ -564,8 +578,8 @@ def dialog_summary(data:bytes, name:str) -> dict:
 @patch
 def summary(self:DhServer, name:str) -> dict:
     "`dialog_summary` of dialog `name`'s file, read once (one broken or hostile file is a row saying why, never a broken page)"
-    try: return dialog_summary(self.dm.resolve(f'{name}.ipynb', 'dialog path').read_bytes(), name)  # (a file swapped for a way out is refused)
-    except Exception as e: return dict(messages=None, error=one_line(e, 200))
+    try: return dialog_summary(read_regular(self.dm.resolve(f'{name}.ipynb', 'dialog path')), name)  # (a file swapped for a way out is refused; a FIFO is not waited on)
+    except Exception as e: return dict(messages=None, error=one_line(getattr(e, 'strerror', None) or e, 200))  # (an OSError: without the path)
 
 RUN_KINDS = dict(prompt='prompt', cell='code', code='code', all='all cells')  # a `Run`'s kind, as the index names it
 
