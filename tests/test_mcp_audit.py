@@ -17,7 +17,6 @@ import anyio, httpx, pytest
 from conftest import free_port
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from pydantic import AnyUrl
 
 pytestmark = pytest.mark.timeout(180)
 REPO = Path(__file__).resolve().parents[1]
@@ -88,3 +87,31 @@ def test_a_missing_notebook_on_the_command_line_says_what_to_do_there(tmp_path):
                        env=ENV, text=True, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
     assert r.returncode == 1 and r.stderr.count('\n') == 1, r.stderr
     assert r.stderr.startswith('headlesnb mcp: --notebook missing.ipynb: there is no such notebook under ') and "mode='create' to make it" not in r.stderr, r.stderr
+
+@asynccontextmanager
+async def stdio_session(root):
+    "The official MCP client over stdio to `headlesnb mcp --root ROOT`"
+    params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root)], env=ENV)
+    with open(root / 'mcp.log', 'w') as errlog:
+        async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            yield s
+
+def text(res) -> str: return '\n'.join(c.text for c in res.content if c.type == 'text')
+
+def test_what_a_cut_names_resolves_over_stdio(tmp_path):
+    "The resource a cut names for a notebook in a folder, and read_output(run_id=...) for execute_code's output, as a client sends them"
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await s.call_tool('use_notebook', dict(notebook_name='sub/x', mode='create'))
+            await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source='print("x" * 30000)'))
+            uri = re.search(r'the resource (\S+) holds it whole', text(await s.call_tool('read_cell', dict(cell_index=0))))[1]
+            for u in (uri, uri.replace('%2F', '/')):
+                assert (await s.read_resource(u)).contents[0].text == 'x' * 30000 + '\n', u
+            r = await s.call_tool('execute_code', dict(code='print("q" * 40000)'))
+            call = re.search(r"read_output\(run_id='(run-\w+)', output_index=0, offset=(\d+)\)", text(r))
+            assert call, text(r)
+            page = text(await s.call_tool('read_output', dict(run_id=call[1], output_index=0, offset=int(call[2]))))
+            at = int(call[2])
+            assert page.split('\n', 1)[1] == ('q' * 40000 + '\n')[at:at + 20_000], page[:300]  # a page: one answer's worth (text_limit)
+    anyio.run(main)
