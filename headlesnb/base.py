@@ -19,7 +19,7 @@ from .errors import *
 from .paths import resolve_in_root, check_name
 from .document import NbDoc, new_id
 from .history import History
-from .kernels.kernel import Kernel, RunResult, OUTPUT_LIMIT
+from .kernels.kernel import Kernel, RunResult, OUTPUT_LIMIT, run_timeout
 from .utils import join_text, utc_now
 
 # %% ../nbs/09_base.ipynb #be15b3ac
@@ -120,7 +120,8 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
                 if full.exists(): raise ConflictError(f"{self.rel(full)} already exists: use mode='connect' to open it")
                 doc = self._new_doc(full)
             else:
-                if not full.is_file(): raise NotFoundError(f"{self.rel(full)} does not exist: use mode='create' to make it")
+                if not full.exists(): raise NotFoundError(f"{self.rel(full)} does not exist: use mode='create' to make it")
+                if not full.is_file(): raise BadArgumentError(f"{self.rel(full)} is not a regular file (a folder, FIFO or device): only notebook files open")
                 doc = self._load_doc(full)
         except OSError as e:  # a name too long, a file where a folder should be, no permission...
             raise BadArgumentError(f"cannot {'create' if mode == 'create' else 'open'} {self.rel(full)}: {e.strerror or e}") from None
@@ -471,10 +472,11 @@ def _end_run(self:BaseManager, it:Item, cid:str, res) -> dict:
         return ans
 
 @patch
-def _run_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -> dict:
-    "Run cell `cid` of item `name` now (after the item's runs queued before it) and store its outputs"
-    t0, gate = time.monotonic(), self._gate(name)
-    if not gate.acquire(timeout): return self._end_run(self.item(name), cid, _too_late(timeout, t0))
+def _run_cell(self:BaseManager, name, cid:str, timeout:float|None=None, held:bool=False) -> dict:
+    """Run cell `cid` of item `name` now (after the item's runs queued before it) and store its outputs (`held`: the
+    caller holds the item's gate, as a whole `run_all` does)"""
+    t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
+    if not held and not gate.acquire(timeout): return self._end_run(self.item(name), cid, _too_late(timeout, t0))
     try:
         try: it, code, kernel = self._begin_run(name, cid)
         except _NotStarted: return self._not_started(name, cid)
@@ -485,7 +487,8 @@ def _run_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -> dict:
             self._end_run(it, cid, _interrupted(kernel, started))
             raise
         return self._end_run(it, cid, res)
-    finally: gate.release()
+    finally:
+        if not held: gate.release()
 
 def _interrupted(kernel, started:str) -> RunResult:
     "A run stopped by Ctrl-C: the outputs so far and a KeyboardInterrupt"
@@ -507,7 +510,7 @@ async def _gated(gate, kernel, coro):
 @patch
 async def _arun_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -> dict:
     "`_run_cell` for asyncio code: cancelling it interrupts the cell, whose outputs are still stored"
-    t0, gate = time.monotonic(), self._gate(name)
+    t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
     if not await gate.aacquire(timeout): return self._end_run(self.item(name), cid, _too_late(timeout, t0))
     try:
         it, code, kernel = self._begin_run(name, cid)
@@ -529,7 +532,7 @@ def _code_kernel(self:BaseManager, name, code) -> object:
 @patch
 def _run_code(self:BaseManager, name, code:str, timeout:float|None=None) -> dict:
     "Run `code` in the item's kernel without adding it to the document (after the item's runs queued before it)"
-    t0, gate = time.monotonic(), self._gate(name)
+    t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
     if not gate.acquire(timeout): return run_info(_too_late(timeout, t0))
     try:
         try: kernel, left = self._code_kernel(name, code), _left(timeout, t0)
@@ -540,7 +543,7 @@ def _run_code(self:BaseManager, name, code:str, timeout:float|None=None) -> dict
 @patch
 async def _arun_code(self:BaseManager, name, code:str, timeout:float|None=None) -> dict:
     "`_run_code` for asyncio code"
-    t0, gate = time.monotonic(), self._gate(name)
+    t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
     if not await gate.aacquire(timeout): return run_info(_too_late(timeout, t0))
     try: kernel, left = self._code_kernel(name, code), _left(timeout, t0)
     except _NotStarted: gate.release(); return _UNSTARTED_CODE
@@ -613,7 +616,7 @@ class Run:
         nxt = len(outs) - 1 if running and outs and outs[-1].get('output_type') == 'stream' else len(outs)
         d = dict(run_id=self.id, name=self.name, kind=self.kind, status=self.status, elapsed=round(self.elapsed, 3),
                  started=_iso(self.started), ended=_iso(self.ended), execution_count=self.execution_count, cell_id=self.cell_id,
-                 outputs=outs[since:], since=since, next=max(nxt, since), total_outputs=len(outs), done=not running)
+                 outputs=outs[since:], since=since, next=max(nxt, min(since, len(outs))), total_outputs=len(outs), done=not running)
         if self.reason: d['reason'] = self.reason
         if self.status == 'queued': d['queued_behind'] = self.mgr._running_ids(self.name, self)
         if self.kind == 'all' and self.answer: d['result'] = {k: v for k, v in self.answer.items() if k != 'outputs'}
@@ -661,6 +664,11 @@ def _forget_old_runs(self:BaseManager):
         if len(self._runs) <= 2 * RUN_KEEP: return  # pruned in batches: a run's end costs no scan of the others
         ended = [k for k, r in self._runs.items() if r.over]
         for k in ended[:max(0, len(ended) - RUN_KEEP)]: del self._runs[k]
+
+@patch
+def _busy_cells(self:BaseManager, name:str) -> set:
+    "The ids of item `name`'s cells running now"
+    with self._lock: return {r.cell_id for r in self._runs.values() if r.name == name and r.status == 'running' and r.cell_id}
 
 @patch
 def _running_ids(self:BaseManager, name:str, before:Run) -> list:
@@ -909,21 +917,27 @@ def _run_all(self:BaseManager, name, allow_errors:bool=False, timeout:float|None
     """Run every code cell in order, as nbclient does: a cell it does not run (empty, or tagged `skip-execution`) keeps
     its outputs and count; an error in a cell tagged `raises-exception` is expected; the run stops at the first other
     failure unless `allow_errors`, and whatever it allows when the kernel dies or the run is interrupted"""
+    timeout = run_timeout(timeout)
     with self.edit(name) as it:
         plan = [(c['id'], c['cell_type'] == 'code', runs_cell(c), 'raises-exception' in _tags(c)) for c in it.doc.cells]
     total = sum(p[1] for p in plan)
     ran, skipped, errors = 0, 0, []
-    for cid, code, run, raises in plan:
-        if progress and code: progress(ran + skipped, total)
-        r = None
-        self._cell_turn(it, cid)
-        try:
-            if run: r = self._run_cell(it.name, cid, timeout); ran += 1
-            else: skipped += code
-        finally: self._cell_done(it, cid, r)
-        if r is None or r['status'] == 'ok' or (raises and r['status'] == 'error'): continue
-        errors.append(dict(index=r['index'], id=cid, status=r['status'], execution_count=r['execution_count'], error=r.get('error')))
-        if not allow_errors or r['status'] in ('dead', 'interrupted'): break
+    gate = self._gate(it.name)
+    held = gate.acquire(timeout)  # the whole run holds the item: a run asked for meanwhile waits for its end, as its answer says
+    try:
+        for cid, code, run, raises in plan:
+            if progress and code: progress(ran + skipped, total)
+            r = None
+            self._cell_turn(it, cid)
+            try:
+                if run: r = self._run_cell(it.name, cid, timeout, held); ran += 1
+                else: skipped += code
+            finally: self._cell_done(it, cid, r)
+            if r is None or r['status'] == 'ok' or (raises and r['status'] == 'error'): continue
+            errors.append(dict(index=r['index'], id=cid, status=r['status'], execution_count=r['execution_count'], error=r.get('error')))
+            if not allow_errors or r['status'] in ('dead', 'interrupted'): break
+    finally:
+        if held: gate.release()
     if progress: progress(total, total)
     return dict(status='error' if errors else 'ok', ran=ran, skipped=skipped, total=total, errors=errors)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from .errors import *
 from .paths import check_in_root, check_writable
-from .utils import utf8_ok
+from .utils import utf8_ok, read_regular
 
 # %% ../nbs/03_document.ipynb #3cac04ed
 CELL_TYPES = ('code', 'markdown', 'raw')
@@ -43,6 +43,24 @@ def _text(s):
     "A multi-line string field joined, as nbformat keeps it in memory (anything else as it is, for the caller to refuse)"
     return ''.join(s) if isinstance(s, list) and all(isinstance(x, str) for x in s) else s
 
+_OUTPUT_TYPES = ('stream', 'display_data', 'execute_result', 'error')
+
+def _lines(v) -> bool: return isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+def _bad_output(o) -> str|None:
+    """What is wrong with output `o`, None if nothing: the types nbformat's schema fixes and the engine relies on (a file
+    is content someone may send: a number where text belongs must be refused here, not fail deep in a page or a tool)"""
+    if not isinstance(o, dict) or o.get('output_type') not in _OUTPUT_TYPES: return f"its output_type must be one of {', '.join(_OUTPUT_TYPES)}"
+    t = o['output_type']
+    if t == 'stream': return None if _lines(o.get('text', '')) and isinstance(o.get('name', ''), str) else "its name and text must be strings"
+    if t == 'error':
+        ok = isinstance(o.get('ename', ''), str) and isinstance(o.get('evalue', ''), str) and isinstance(o.get('traceback', []), list)
+        return None if ok and all(isinstance(x, str) for x in o.get('traceback', [])) else "its ename and evalue must be strings, its traceback a list of strings"
+    data, meta = o.get('data', {}), o.get('metadata', {})
+    if not isinstance(data, dict) or not isinstance(meta, dict): return "its data and metadata must be objects"
+    bad = next((m for m, v in data.items() if not (m == 'application/json' or m.endswith('+json') or _lines(v))), None)
+    return f"its {bad} data must be a string or a list of strings" if bad else None
+
 def parse_nb(text:str|bytes, path='<notebook>') -> dict:
     "Parse notebook JSON into the in-memory form (joined sources, an id on every cell)"
     try: nb = json.loads(text)
@@ -60,7 +78,11 @@ def check_nb(nb, path='<notebook>') -> dict:
             raise CorruptFileError(f"{path}: cell {i + 1} is not a valid notebook cell")
         c['source'] = src
         c.setdefault('metadata', {})
-        if c['cell_type'] == 'code': c.setdefault('outputs', []); c.setdefault('execution_count', None)
+        if c['cell_type'] == 'code':
+            c.setdefault('outputs', []); c.setdefault('execution_count', None)
+            if not isinstance(c['outputs'], list): raise CorruptFileError(f"{path}: cell {i + 1}'s outputs are not a list")
+            for j, o in enumerate(c['outputs']):
+                if (why := _bad_output(o)): raise CorruptFileError(f"{path}: cell {i + 1}, output {j + 1} is not a valid notebook output: {why}")
         cid = c.get('id')
         if not isinstance(cid, str) or not _ID_RE.match(cid) or cid in taken: c['id'] = cid = _derived_id(i, c['source'], taken)
         taken.add(cid)
@@ -273,8 +295,7 @@ def _read_nb(self:NbDoc) -> dict:
     st = self._lstat(dfd)
     if st is None: raise NotFoundError(f"{self.path} does not exist")
     if stat.S_ISDIR(st.st_mode): raise BadArgumentError(f"{self.path} is a folder, not a notebook")
-    fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
-    with os.fdopen(fd, 'rb') as f: data = f.read()
+    data = read_regular(self.path.name, dir_fd=dfd, flags=_NOFOLLOW)  # a FIFO swapped in is refused, not waited on
     nb = parse_nb(data, self.path)
     with self._disk_lock: self._disk = _sig(st), data
     return nb
@@ -381,8 +402,7 @@ def changed_on_disk(self:NbDoc) -> bool:
         except FileNotFoundError: return False  # its folder is gone: the next save reports it
         st = self._lstat(dfd)
         if st is None or _sig(st) == sig: return False  # deleted (our next save writes it back), or untouched
-        fd = os.open(self.path.name, os.O_RDONLY | _NOFOLLOW, dir_fd=dfd)
-        with os.fdopen(fd, 'rb') as f: d = f.read()
+        d = read_regular(self.path.name, dir_fd=dfd, flags=_NOFOLLOW)  # a FIFO swapped in is refused, not waited on
         if d == ours:  # touched but not changed
             self._disk = _sig(st), ours
             return False

@@ -15,6 +15,7 @@ from .document import mk_cell, new_id
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .utils import text_diff, content_hash, check_hash, hash_list
 from .base import BaseManager, check_wait
+from .kernels.kernel import run_timeout
 from .paths import check_name
 
 log = logging.getLogger(__name__)
@@ -261,11 +262,13 @@ def clear_cell_output(self:NotebookManager, cell_index=None, notebook_name:str|N
     "Clear the outputs of one code cell (refused if it no longer has `expected_hash`), or of every code cell when `cell_index` is None (one undo step)"
     if cell_index is None and expected_hash is not None: raise BadArgumentError("expected_hash needs a cell_index: it guards one cell")
     with self.edit(notebook_name) as it:
-        if cell_index is None: cells = [c for c in it.doc.cells if c['cell_type'] == 'code']
+        busy = self._busy_cells(it.name)  # a running cell's outputs are written as they come: they are not cleared under it
+        if cell_index is None: cells = [c for c in it.doc.cells if c['cell_type'] == 'code' and c['id'] not in busy]
         else:
             i = cell_pos(it.doc, cell_index); c = it.doc.cells[i]
             _guard(it.doc, i, expected_hash)
             if c['cell_type'] != 'code': raise BadArgumentError(f"cell {cell_index!r} is a {c['cell_type']} cell: only code cells have outputs")
+            if c['id'] in busy: raise BadArgumentError(f"cell {cell_index!r} is running, and its outputs are written as they come: interrupt it, or clear them once it ends")
             cells = [c]
         cmds = [SetFields(c['id'], {'outputs': [], 'execution_count': None}) for c in cells if c['outputs'] or c.get('execution_count')]
         if cmds: it.history.apply(it.doc, Compound(cmds, f'clear output of {len(cmds)} cell(s)'))
@@ -287,7 +290,7 @@ def execute_cell(self:NotebookManager, cell_index, timeout:float|None=None, note
 def insert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None,
                              wait:float|None=None) -> dict:
     "Insert a code cell at `cell_index` (-1 appends; a cell id: just before that cell) and run it (`wait`: as `execute_cell`)"
-    check_wait(wait)
+    check_wait(wait); timeout = run_timeout(timeout)  # bad input inserts nothing
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
     return self._as_run(notebook_name, 'cell', self._run_cell, (notebook_name, ins['id'], timeout), wait, ins['id'])
 
@@ -307,7 +310,7 @@ async def aexecute_cell(self:NotebookManager, cell_index, timeout:float|None=Non
 async def ainsert_execute_code_cell(self:NotebookManager, cell_index, cell_source:str, timeout:float|None=None, notebook_name:str|None=None,
                                     wait:float|None=None) -> dict:
     "`insert_execute_code_cell` for asyncio code"
-    check_wait(wait)
+    check_wait(wait); timeout = run_timeout(timeout)  # bad input inserts nothing
     ins = self.insert_cell(cell_index, 'code', cell_source, notebook_name)
     return await self._aas_run(notebook_name, 'cell', self._arun_cell, self._run_cell, (notebook_name, ins['id'], timeout), wait, ins['id'])
 

@@ -124,6 +124,28 @@ def test_mcp_a_cell_deaf_to_sigint_is_reported_stuck_and_other_notebooks_run(tmp
             check_timed_out(t, time.monotonic() - t0, 'a sleep after the stuck cell', timeout=1)  # on the main thread again
     anyio.run(go)
 
+SELF_SIGINT = {  # the ways a cell sends SIGINT to its own process: in a kernel's own process they interrupt the cell
+    'interrupt_main': 'import _thread; _thread.interrupt_main()',
+    'os.kill': 'import os, signal; os.kill(os.getpid(), signal.SIGINT)',
+    'raise_signal': 'import signal; signal.raise_signal(signal.SIGINT)',
+    'a thread': ('import signal, threading, time\nthreading.Thread(target=lambda: (time.sleep(0.3), '
+                 'signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))).start()')}
+
+def test_mcp_a_cell_that_interrupts_its_own_process_stops_only_itself(tmp_path):
+    "In-process, the cell's process is the server's: a SIGINT it sends itself stops the cell, not the server (as Ctrl-C would)"
+    async def go():
+        async with mcp(tmp_path, 'stdio') as s:
+            for what, code in SELF_SIGINT.items():
+                t0 = time.monotonic()
+                t = text(await s.call_tool('execute_code', dict(code=code + '\nimport time; time.sleep(20); print("went " + "on")', timeout=60)))
+                assert 'KeyboardInterrupt' in t and 'went on' not in t and time.monotonic() - t0 < STOPPED, f'{what}: {t}'
+                assert '42' in text(await s.call_tool('execute_code', dict(code='6 * 7'))), f'after {what}'
+            code = ('import os, signal, time\ngot = []\nsignal.signal(signal.SIGINT, lambda *a: got.append(1))\n'
+                    'os.kill(os.getpid(), signal.SIGINT); time.sleep(0.1); print("handled", got)')
+            assert 'handled [1]' in text(await s.call_tool('execute_code', dict(code=code)))  # a cell's own handler gets its signal
+            assert '42' in text(await s.call_tool('execute_code', dict(code='6 * 7')))
+    anyio.run(go)
+
 # ---------------------------------------------------------------- headlesnb serve (the dialoghelper HTTP API)
 def test_serve_interrupt_stops_blocked_cells(tmp_path):
     with serve(tmp_path) as (call, p):  # (Ctrl-C at the end: exit 130)

@@ -505,13 +505,13 @@ def _guard(self:_Run, cell):
 class _PastTotal(Exception): "The run's --total-timeout passed between cells"
 
 @patch
-def _run_cell(self:_Run, name, cid:str, timeout:float|None=None):
+def _run_cell(self:_Run, name, cid:str, timeout:float|None=None, held:bool=False):
     "A chosen cell runs, within what is left of the whole run's time; a cell left out (`--cells`, `--skip-tag`) does not"
     if cid in self.skip: return None
     left = None if self.deadline is None else self.deadline - time.monotonic()
     if left is not None and left <= 0: self.expired = True; raise _PastTotal()
     self.cell_timeout = min((t for t in (timeout, left) if t is not None), default=None)
-    r = BaseManager._run_cell(self, name, cid, self.cell_timeout)
+    r = BaseManager._run_cell(self, name, cid, self.cell_timeout, held)
     if r['status'] == 'timeout' and left is not None and (timeout is None or left < timeout): self.expired = True
     return r
 

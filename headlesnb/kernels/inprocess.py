@@ -6,7 +6,7 @@
 __all__ = ['RUN_LOCK', 'MPL_FORMATS', 'EXIT_DELAY', 'FifoLock', 'KernelExit', 'InProcessKernel']
 
 # %% ../../nbs/06_kernels.inprocess.ipynb #2a09bb43
-import asyncio, atexit, builtins, concurrent.futures, ctypes, getpass, os, selectors, signal, sys, threading, time
+import _thread, asyncio, atexit, builtins, concurrent.futures, ctypes, getpass, os, selectors, signal, sys, threading, time
 from collections import deque
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from ..errors import BadArgumentError, KernelError
 from ..utils import strip_ansi, utc_now
 from .mainthread import MAIN
-from .kernel import OUTPUT_LIMIT, RunResult, Kernel, cap_output, namespace_variables, namespace_variable
+from .kernel import OUTPUT_LIMIT, RunResult, Kernel, cap_output, namespace_variables, namespace_variable, run_timeout
 from .zmqshell import (ZMQInteractiveShell, CellOutputs, STDOUT, STDERR, LOOP_SHELLS, RUNNING, HOST, OWNER, KERNEL_ENV,
                                 INLINE_BACKEND, kernel_argv, refuse_input, refuse_getpass)
 
@@ -91,6 +91,29 @@ def _exit(code):
     if k is not None and k._pid == os.getpid(): raise KernelExit(code)
     _os_exit(code)
 os._exit = _exit
+
+_sigint_ways = os.kill, signal.raise_signal, signal.pthread_kill, _thread.interrupt_main  # the real ones (the stopper sends with these)
+
+def _to_cell(sig) -> bool:
+    """A SIGINT that a cell (or a thread it started) sends to its own process: it stops that kernel's running cell, as it would in
+    the kernel's own process, rather than reaching the host as a Ctrl-C (it would end an MCP server). True when taken so; a cell
+    that set its own SIGINT handler gets the signal itself"""
+    k = _cell_kernel() or getattr(threading.current_thread(), '_hnb_parent', None)
+    if sig != signal.SIGINT or k is None or k._pid != os.getpid(): return False
+    r = k._current
+    if isinstance(r, _HereRun) and signal.getsignal(signal.SIGINT) != r._on_sigint: return False
+    k.interrupt()  # (an idle kernel ignores it, as an idle ipykernel does)
+    return True
+
+def _kill(pid, sig):
+    if not (pid == os.getpid() and _to_cell(sig)): _sigint_ways[0](pid, sig)
+def _raise_signal(sig):
+    if not _to_cell(sig): _sigint_ways[1](sig)
+def _pthread_kill(tid, sig):
+    if not (tid == threading.main_thread().ident and _to_cell(sig)): _sigint_ways[2](tid, sig)
+def _interrupt_main(signum=signal.SIGINT):
+    if not _to_cell(signum): _sigint_ways[3](signum)
+os.kill, signal.raise_signal, signal.pthread_kill, _thread.interrupt_main = _kill, _raise_signal, _pthread_kill, _interrupt_main
 
 def _nesting(kernel) -> tuple:
     """How a run asked for now relates to the cells running: (None, None) outside any; ('cell', k) from the thread of a
@@ -247,7 +270,7 @@ class _HereRun(_Handed):
             with self.lock:
                 if not self.running: return
                 self.own = True
-                signal.pthread_kill(self.tid, signal.SIGINT)
+                _sigint_ways[2](self.tid, signal.SIGINT)
             if self.ended.wait(0.02 if n < 25 else 0.5): return
 
     def _on_sigint(self, signum, frame):
@@ -486,7 +509,7 @@ class InProcessKernel(Kernel):
 @patch_to(InProcessKernel)
 def run(self, code:str, timeout:float|None=None) -> RunResult:
     "Run `code` (outputs as Jupyter stores them); after `timeout` seconds it is interrupted"
-    _check_run(self, code, timeout)
+    timeout = _check_run(self, code, timeout)
     if getattr(_awaiting, 'kernel', None) is not None: _refuse_blocking('run()')
     return self._run(code, timeout, *_nesting(self))
 
@@ -530,7 +553,7 @@ def _locks(self, nested:str|None):
 @patch_to(InProcessKernel)
 async def arun(self, code:str, timeout:float|None=None) -> RunResult:
     "`fronts.run` for asyncio code: a started, idle kernel is awaited on the event loop, without a thread hop"
-    _check_run(self, code, timeout)
+    timeout = _check_run(self, code, timeout)
     nested, parent = _nesting(self)
     if nested == 'thread' or not self._take(nested):  # starting, queued, stuck or nested in a thread: the blocking way
         try: return await asyncio.to_thread(self._run, code, timeout, nested, parent)
@@ -560,11 +583,11 @@ def _refuse_in_cell(kernel, what:str):
     "A cell that runs, restarts or closes its own kernel would wait for its own run to end: refuse, not hang"
     if _cell_kernel() is kernel: raise KernelError(f'{what} cannot be called from code running in this same kernel')
 
-def _check_run(kernel, code, timeout):
+def _check_run(kernel, code, timeout) -> float|None:
+    "The run's time limit (see `run_timeout`), once `code` and the caller are checked"
     if not isinstance(code, str): raise BadArgumentError(f"code must be a str, not {type(code).__name__}")
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise BadArgumentError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
     _refuse_in_cell(kernel, 'run()')
+    return run_timeout(timeout)
 
 @patch_to(InProcessKernel)
 def _take(self, nested:bool=False) -> bool:
@@ -581,7 +604,8 @@ def _begin(self) -> tuple:
     self._check_open()  # again: close() may have come while we queued
     if self._stuck is not None:
         if not self._stuck.fut.done():
-            raise KernelError('the kernel is stuck in a call that cannot be interrupted: restart() it')
+            raise KernelError('the kernel is stuck in a call that cannot be interrupted (blocked in C code): wait for it to return, or restart '
+                              'the kernel (restart_notebook or restart_dialog over MCP; restart_notebook, restart_kernel or the kernel\'s restart() in Python)')
         self._stuck = None  # that call returned: the shell is usable again
     shell = self._shell = self._shell or self._start()
     InteractiveShell._instance, sys.modules['__main__'] = shell, shell.user_module
@@ -667,10 +691,14 @@ def _outcome(self, r, done:bool, timeout) -> tuple[list, str]:
                         "in C code (sleep, I/O, a C extension). The kernel is stuck until that call returns: restart it.")
     else: msg = f'The cell timed out after {round(timeout, 2):g}s and was interrupted.' if timed_out else 'The cell was interrupted.'
     ename = 'ExecutionTimeout' if timed_out else 'KeyboardInterrupt'
-    tb = [t for t in stop['traceback'][:-1] if _HANDLER not in strip_ansi(t)] if stop else []  # not our SIGINT handler's frame
+    tb = _users_frames(stop['traceback'][:-1]) if stop else []
     return outs + [_error(ename, msg, tb)], r.reason
 
 _HANDLER = f'in {_HereRun._on_sigint.__qualname__}('
+
+def _users_frames(tb:list) -> list:
+    "A traceback without our SIGINT handler's frame (where an interrupt is raised): the user's code is all it shows"
+    return [t for t in tb if _HANDLER not in strip_ansi(t)]
 
 # %% ../../nbs/06_kernels.inprocess.ipynb #ead5a16b
 @patch_to(InProcessKernel)
@@ -683,10 +711,10 @@ def interrupt(self) -> bool:
 
 @patch_to(InProcessKernel)
 def live_outputs(self) -> list:
-    "The outputs the executing cell has made so far"
+    "The outputs the executing cell has made so far (an interrupt being reported shows the user's frames only, as it will at the end)"
     r = self._current
     out = r.shell._out if r is not None else None
-    return out.so_far() if out is not None else []
+    return [{**o, 'traceback': _users_frames(o['traceback'])} if o.get('output_type') == 'error' else o for o in out.so_far()] if out is not None else []
 
 @patch_to(InProcessKernel)
 def _retire(self, closing:bool):

@@ -17,7 +17,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_notebook
 
 from ..errors import BadArgumentError, KernelError, NotFoundError
-from .kernel import Kernel, RunResult, cap_output, check_variable_name, _VARS_EXPR, _variable
+from .kernel import Kernel, RunResult, cap_output, check_variable_name, run_timeout, _VARS_EXPR, _variable
 from ..utils import strip_ansi, utc_now
 
 # %% ../../nbs/06b_kernels.jupyter.ipynb #42510b3e
@@ -157,10 +157,10 @@ class _Exec:
         self.reason = self.reason or reason
         if not self.stop.done(): self.stop.set_result(None)
 
-def _check_run(code, timeout):
+def _check_run(code, timeout) -> float|None:
+    "The run's time limit (see `run_timeout`), once `code` is checked"
     if not isinstance(code, str): raise BadArgumentError(f"code must be a str, not {type(code).__name__}")
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise BadArgumentError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+    return run_timeout(timeout)
 
 def _check_pos(name:str, v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
@@ -212,7 +212,7 @@ class JupyterKernel(Kernel):
 @patch_to(JupyterKernel)
 def run(self, code:str, timeout:float|None=None) -> RunResult:
     "Run `code` in the kernel (started if need be); after `timeout` s it is interrupted, and killed `stop_grace` s later"
-    _check_run(code, timeout)
+    timeout = _check_run(code, timeout)
     self._check_open()
     _refuse_on_loop('run()')
     self._queued(+1)
@@ -221,7 +221,7 @@ def run(self, code:str, timeout:float|None=None) -> RunResult:
 @patch_to(JupyterKernel)
 async def arun(self, code:str, timeout:float|None=None) -> RunResult:
     "`fronts.run` awaited from asyncio code, without a thread; cancelling the await stops the cell"
-    _check_run(code, timeout)
+    timeout = _check_run(code, timeout)
     self._check_open()
     self._queued(+1)
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._arun(code, timeout), kernel_loop()))
