@@ -2,6 +2,7 @@
 
 - Over HTTP one rule (ours, `Guard`) decides which Hosts are accepted: `--allow-host NAME` and `*` let `/mcp` through, and a
   server bound to another loopback address (127.0.0.2) takes requests to it; the SDK's own check no longer refuses them.
+  A 421 names an address the server answers on (`headlesnb serve --host ::1`: `http://[::1]:PORT`, not 127.0.0.1).
 - `/mcp`'s refusals are the ones SECURITY.md promises: a text/plain or form POST is a 415, a body over the limit (even sent
   without a length) a 413, each as JSON `{"error": ...}` with a line in the server's log.
 - Over stdio: a cut output names a resource that resolves for a notebook in a subfolder, a cut `execute_code` output can be
@@ -26,15 +27,16 @@ INIT = {'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
         'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'audit', 'version': '1'}}}
 ACCEPT = {'Accept': 'application/json, text/event-stream'}
 
-def http_server(root, host:str, *extra):
-    "A `headlesnb mcp --transport http` on `host`, listening: (process, port)"
+def http_server(root, host:str, *extra, command=('mcp', '--transport', 'http'), probe='/api/healthz'):
+    "A `headlesnb mcp --transport http` (or `command`) on `host`, listening: (process, port)"
     port = free_port()
-    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--transport', 'http', '--host', host, '--port', str(port),
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', *command, '--host', host, '--port', str(port),
                           '--root', str(root), *extra], env=ENV, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}{probe}"
     for _ in range(600):
         assert p.poll() is None, f'the server exited ({p.returncode}): {p.stderr.read()}'
         try:
-            httpx.get(f'http://{host}:{port}/api/healthz', timeout=1)
+            httpx.get(url, timeout=1)
             return p, port
         except httpx.TransportError: anyio.run(anyio.sleep, 0.1)
     raise AssertionError(f'nothing answers on {host}:{port}')
@@ -61,6 +63,13 @@ def test_a_server_bound_to_another_loopback_address_takes_requests_to_it(tmp_pat
     assert r.status_code == 200, (r.status_code, r.text)
     r = httpx.post(f'http://127.0.0.2:{port}/mcp', json=INIT, headers={**ACCEPT, 'Authorization': 'Bearer tok', 'Host': f'evil.test:{port}'}, timeout=30)
     assert r.status_code == 421 and f'use http://127.0.0.2:{port}' in r.json()['error'], r.text
+    stop(p)
+
+def test_serve_bound_to_ipv6_loopback_names_it_in_a_421(tmp_path):
+    p, port = http_server(tmp_path, '::1', command=('serve',), probe='/')
+    r = httpx.get(f'http://[::1]:{port}/', headers={'Host': f'evil.test:{port}'}, timeout=30)
+    assert r.status_code == 421 and f'use http://[::1]:{port} ' in r.json()['error'], r.text
+    assert httpx.get(f'http://[::1]:{port}/', timeout=30).status_code == 200
     stop(p)
 
 def test_mcp_refusals_are_json_with_a_log_line(tmp_path):
