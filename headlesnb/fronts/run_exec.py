@@ -601,8 +601,8 @@ def _finish(self:_Run, rep:RunReport):
         if c.metadata.papermill['status'] == 'failed': break
         if c.metadata.papermill['status'] == 'pending': c.metadata.papermill['status'] = 'completed'
     if rep.ran: self.nb.metadata['language_info'] = getattr(self.kernel, 'language_info', None) or _PY_INFO
+    if self.bar: self.bar.close(sum(c.metadata.papermill['status'] != 'pending' for c in self.nb.cells))  # (before the banner cells, which have no status)
     if rep.failure and rep.status in ('failed', 'timeout'): add_error_banner(self.nb, rep.failure['cell_index'], rep.failure['exec_count'])
-    if self.bar: self.bar.close(sum(c.metadata.papermill['status'] != 'pending' for c in self.nb.cells))
     self.save(force=True, wait=True)
 
 @patch
