@@ -91,7 +91,7 @@ def test_mcp_interrupt_stops_a_sleeping_cell(tmp_path, transport):
                 with anyio.fail_after(60):
                     while not (tmp_path / 'started').exists(): await anyio.sleep(0.02)
                 await anyio.sleep(0.2)  # inside the sleep
-                assert 'interrupted the running code' in text(await s.call_tool('interrupt', dict(notebook_name='n')))
+                assert "interrupted the code running in 'n'" in text(await s.call_tool('interrupt', dict(notebook_name='n')))
                 t0 = time.monotonic()  # the stop is sent when the interrupt answers (its own round trip is not the cell's)
             t = text(box['res'])
             assert box['t'] - t0 < STOPPED, f"the run ended {box['t'] - t0:.2f} s after the interrupt: {t}"

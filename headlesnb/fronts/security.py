@@ -140,6 +140,8 @@ def server_token(given:str|None=None, env:str=TOKEN_ENV) -> str|None:
     return given or os.environ.get(env) or None
 
 # %% ../../nbs/21a_fronts.security.ipynb #01e9ee15
+_LEAD = re.compile(r'^[/\\\x00-\x20]+')  # what a browser reads as `//` at the start of a link: slashes, backslashes, tabs, newlines
+
 async def _reply(send, status:int, msg:str, headers=()):
     body = json.dumps({'error': msg}).encode()
     await send({'type': 'http.response.start', 'status': status,
@@ -169,7 +171,7 @@ async def __call__(self:Guard, scope, receive, send):
         elif where == 'query' and scope['type'] == 'http' and scope['method'] in ('GET', 'HEAD'):
             # a first visit with ?token=: keep it in a cookie for this server, and take it out of the address bar
             q = urlencode([(k, v) for k, v in parse_qsl(scope.get('query_string', b'').decode('latin-1'), keep_blank_values=True) if k != 'token'])
-            loc = scope.get('path', '/') + (f'?{q}' if q else '')
+            loc = _LEAD.sub('/', scope.get('path', '/')) + (f'?{q}' if q else '')  # `//evil.example/` is this server's `/evil.example/`, never another's
             cookie = f'{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict'
             await send({'type': 'http.response.start', 'status': 303, 'headers': [(b'location', loc.encode('latin-1', 'replace')),
                         (b'set-cookie', cookie.encode()), (b'content-length', b'0'), *_SAFE_HEADERS]})

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['AGENTS_CSS', 'AGENTS_JS', 'AGENTS_CSP', 'PAGE_CSS', 'PAGE_JS', 'PAGE_CSP', 'INDEX_CSP', 'WATCH_EVERY', 'RUN_KINDS',
-           'INDEX_CSS', 'render_tree_html', 'render_agents_page', 'agent_routes', 'one_slash', 'build_app', 'add_html_',
+           'INDEX_CSS', 'render_tree_html', 'render_agents_page', 'agent_routes', 'build_app', 'add_html_',
            'pop_data_blocking_', 'render_md', 'render_output', 'render_msg', 'render_page', 'sse', 'page_error', 'ago',
            'first_line', 'dialog_summary', 'render_row', 'render_index', 'point_client', 'serve_parser', 'serve_main']
 
@@ -171,15 +171,6 @@ def agent_routes(agents:AgentManager, poll_every:float=0.25) -> list:
             Route('/agents/events', events, methods=['GET']), Route('/agents/abort', abort, methods=['POST'])]
 
 # %% ../../nbs/23b_fronts.server_app.ipynb #c9dfad36
-_LEAD = re.compile(r'^[/\\\x00-\x20]+')  # what a browser reads as `//` at the start of a link: slashes, backslashes, tabs, newlines
-
-def one_slash(app):
-    "ASGI: the request path's leading slashes (and what a browser takes for one) made one `/`"
-    async def asgi(scope, receive, send):
-        if scope['type'] in ('http', 'websocket') and (p := scope.get('path', '')) != (q := _LEAD.sub('/', p)): scope = {**scope, 'path': q}
-        await app(scope, receive, send)
-    return asgi
-
 def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None, *, host:str='127.0.0.1', port:int|None=None,
               token:str|None=None, allow_hosts=(), max_body:int=MAX_BODY, durable:bool=True, close_engine:bool|None=None) -> FastHTML:
     """The dialoghelper-compatible app over `engine`'s dialogs and workspaces (default: a new durable `Engine(root)`); the engine
@@ -212,7 +203,6 @@ def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None, *
         *agent_routes(srv.engine.agents),
         Route('/{name}', call, methods=['POST'])])  # every endpoint in ENDPOINTS, looked up when called
     app.add_middleware(Guard, **guard)
-    app.add_middleware(one_slash)  # (added last: outermost)
     return app
 
 # %% ../../nbs/23b_fronts.server_app.ipynb #7dd1f286
