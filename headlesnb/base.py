@@ -456,6 +456,7 @@ def _begin_run(self:BaseManager, name, cid:str) -> tuple:
         _stop_unstarted()
         _began(None, cid)  # its turn came: running from now on, the kernel's start included
         kernel = self._kernel(it)
+        _stop_unstarted()  # interrupted while its kernel started
         self._run_started(it, cid)
         _began(kernel, cid)
         return it, code, kernel
@@ -526,6 +527,7 @@ def _code_kernel(self:BaseManager, name, code) -> object:
     _stop_unstarted()
     _began(None, None)
     with self.edit(name, strict=False) as it: kernel = self._kernel(it)
+    _stop_unstarted()  # interrupted while its kernel started
     _began(kernel, None)
     return kernel
 
@@ -891,12 +893,15 @@ def _interrupt(self:BaseManager, name, clear_queue:bool=True) -> dict:
     "Stop the cell running in the item's kernel (and drop its run queue)"
     it = self.item(name)
     dropped = len(it.state['queue']) if clear_queue else 0
+    with self._lock: mine = [r for r in self._runs.values() if r.name == it.name and not r.over]
     if clear_queue:
         it.state['queue'] = []
-        with self._lock: waiting = [r for r in self._runs.values() if r.name == it.name and r.status == 'queued']
+        waiting = [r for r in mine if r.status == 'queued']
         for r in waiting: r.stop_asked = True  # runs waiting their turn never start
         dropped += len(waiting)
-    return dict(interrupted=bool(it.kernel and it.kernel.interrupt()), dropped=dropped)
+    running = [r for r in mine if r.status == 'running']
+    for r in running: r.stop_asked = True  # one whose kernel is still starting stops before its code runs
+    return dict(interrupted=bool(it.kernel and it.kernel.interrupt()) or bool(running), dropped=dropped)
 
 @patch
 def _restart(self:BaseManager, name) -> dict:

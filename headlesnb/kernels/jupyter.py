@@ -232,7 +232,16 @@ async def _arun(self, code:str, timeout) -> RunResult:
         await self._locked()
         try:
             self._check_open()  # again: close() may have come while we queued
-            return await self._execute(await self._client_ready(), code, timeout)
+            ex = self._exec = _Exec(asyncio.get_running_loop(), None)  # an interrupt from now on stops this run, its kernel still starting or not
+            started = utc_now()
+            try: client = await self._client_ready()
+            except BaseException: self._exec = None; raise
+            if ex.stop.done():  # interrupted while its kernel started: the code never runs
+                self._exec = None
+                msg = 'The cell was interrupted before it ran (its kernel was starting).'
+                return RunResult([{'output_type': 'error', 'ename': 'KeyboardInterrupt', 'evalue': msg, 'traceback': [f'KeyboardInterrupt: {msg}']}],
+                                 None, 'interrupted', started, utc_now())
+            return await self._execute(client, code, timeout, ex)
         finally: self._lock.release()
     finally: self._queued(-1)
 
@@ -268,7 +277,7 @@ def start(self):
 def live_outputs(self) -> list:
     "The outputs the executing cell has made so far (nbclient adds them to its cell as they arrive)"
     ex = self._exec
-    return [dict(o) for o in ex.cell.outputs] if ex is not None else []
+    return [dict(o) for o in ex.cell.outputs] if ex is not None and ex.cell is not None else []
 
 @patch_to(JupyterKernel)
 def interrupt(self) -> bool:
@@ -283,11 +292,11 @@ async def _wait_any(aws, timeout=None):
     await asyncio.wait(aws, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
 
 @patch_to(JupyterKernel)
-async def _execute(self, client:_Client, code:str, timeout) -> RunResult:
-    "One cell through nbclient, watched for its timeout, a stop request and the kernel's death"
+async def _execute(self, client:_Client, code:str, timeout, ex:_Exec) -> RunResult:
+    "One cell through nbclient, watched for its timeout, a stop request (`ex`) and the kernel's death"
     started = utc_now()
     cell, idx = client.new_cell(code)
-    ex = self._exec = _Exec(asyncio.get_running_loop(), cell)
+    ex.cell, self._exec = cell, ex
     task = asyncio.ensure_future(client.async_execute_cell(cell, idx, store_history=True))
     died, cancelled, stopped, outcome, why = self._death(client), False, False, None, None
     try:
