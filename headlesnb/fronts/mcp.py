@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager, suppress
 from urllib.parse import quote
 from typing import Annotated, Literal
 import anyio, anyio.to_thread
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictInt, ValidationError
 from fastcore.basics import patch
 from mcp.server.mcpserver import MCPServer, Context
 from mcp.server.mcpserver.exceptions import ToolError, ResourceError
@@ -149,7 +149,7 @@ class HeadlesnbMCPServer(MCPServer):
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #4406194b
 _NbName = str|None  # default: the active one (the server's instructions say so once, not in every tool)
-_CellRef = Annotated[int|str|None, Field(description="Index (<0 from the end) or id")]
+_CellRef = Annotated[StrictInt|str|None, Field(description="Index (<0 from the end) or id")]  # (strict: JSON true is no index)
 _CellId = Annotated[str|None, Field(description="Instead of cell_index")]
 _Timeout = Annotated[float, Field(description="Time limit in s (0: default)", ge=0)]
 _Interval = Annotated[float, Field(description="Progress every N s", ge=0)]
@@ -157,7 +157,7 @@ _Stream = Annotated[bool, Field(description="Add a status block after the output
 _Wait = Annotated[float|None, Field(description="Answer within N s; longer runs go on (get_run)", ge=0)]
 _RunId = Annotated[str, Field(description="From a run's answer or list_runs")]
 _Hash = Annotated[str|None, Field(description="From a read: refused if changed since")]
-_Pos = Annotated[int|str, Field(description="New cell's index (-1 appends) or id to insert before")]
+_Pos = Annotated[StrictInt|str, Field(description="New cell's index (-1 appends) or id to insert before")]
 
 _INT_RE = re.compile(r'^\s*-?\d+\s*$')
 
@@ -612,7 +612,7 @@ def _timeout(self:ToolGroup, t, wait=None):
 def run_state_line(d:dict) -> str:
     "One line on a run that goes on (or a poll of one): its id, status, time so far, what to call next"
     rid = d['run_id']
-    if d['done']: return f"[RUN {rid} ENDED: {d['status']} after {d['elapsed']:.1f}s]"
+    if d['done']: return f"[RUN {rid} ENDED: {d['status']}{' (its timeout)' if d.get('reason') == 'timeout' else ''} after {d['elapsed']:.1f}s]"
     state = f"QUEUED behind {', '.join(d.get('queued_behind') or []) or 'an earlier run'}" if d['status'] == 'queued' else 'RUNNING'
     return (f"[{state}: run {rid}, {d['elapsed']:.1f}s so far; it goes on: get_run(run_id=\"{rid}\", since={d['next']}) for what is new, "
             f"interrupt(run_id=\"{rid}\") to stop it]")
