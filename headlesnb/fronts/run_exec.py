@@ -384,7 +384,7 @@ class _Run(BaseManager):
         self.doc = _RunDoc(nb)
         self.lock = self.doc.lock  # guards the notebook and the current cell between the run and the watcher
         self.current, self.turn, self.ran, self.shown = None, None, 0, {}  # the cell running; the cell whose turn it is
-        self.saved_at = time.monotonic()
+        self.saved_at, self.due, self.save_lock = time.monotonic(), None, threading.Lock()  # the last write; when one held back is due
         self.watchdog = None  # a `_Watchdog`, while timed cells run on an in-process kernel
         self._items['run'] = Item('run', self.root / 'run.ipynb', self.doc, None, state=dict(queue=[], running=None, worker=None))
 
@@ -454,6 +454,7 @@ def _emit_rest(self:_Run, outputs:list):
 @patch
 def _watch(self:_Run, stop:threading.Event):
     while not stop.wait(0.1):
+        if self.due is not None and time.monotonic() >= self.due: self.save(force=True)  # a write held back by save_gap
         with self.lock:
             if self.current is None: continue
             self._stream_live()
@@ -466,12 +467,16 @@ def _watch(self:_Run, stop:threading.Event):
 @patch
 def save(self:_Run, force:bool=False, wait:bool=False):
     "Write the notebook: past the gap since the last save, or now with `force`; an autosave to a store is sent without waiting unless `wait`"
-    if self.save_fn is None: return
-    if not force and (not self.incremental or time.monotonic() - self.saved_at < self.save_gap): return
-    with self.lock: text = dump_nb(self.nb)
-    post = None if wait else getattr(self.save_fn, 'post', None)
-    (post or self.save_fn)(text)
-    self.saved_at = time.monotonic()
+    if self.save_fn is None or not (force or self.incremental): return
+    if not force and time.monotonic() - self.saved_at < self.save_gap:
+        self.due = self.saved_at + self.save_gap  # delayed, not dropped: the watcher writes it then
+        return
+    with self.save_lock:  # (the run and the watcher both save: one write at a time, each of the newest state)
+        self.due = None
+        with self.lock: text = dump_nb(self.nb)
+        post = None if wait else getattr(self.save_fn, 'post', None)
+        (post or self.save_fn)(text)
+        self.saved_at = time.monotonic()
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #4e7af360
 @patch
@@ -612,7 +617,7 @@ def run(self:_Run) -> RunReport:
     self._start()
     stop = threading.Event()
     watcher = None
-    if self.log_output or any(self.files.values()) or self.autosave_every:
+    if self.log_output or any(self.files.values()) or (self.save_fn and self.incremental):
         watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True, name=threading.current_thread().name + '-watch')  # (named after its run: a batch's logs go by thread)
         watcher.start()
     try: self._verdict(self._run_all('run', self.allow_errors, self.timeout)['errors'], rep)
