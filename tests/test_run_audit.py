@@ -38,3 +38,49 @@ def test_a_failing_batch_on_a_terminal_writes_every_output(tmp_path):
     out, rc = on_terminal(['err.ipynb', 'ok.ipynb', '-k', 'python3', '--output-dir', 'd'], tmp_path)
     assert rc == 1, out
     assert (tmp_path/'d'/'err.ipynb').exists() and (tmp_path/'d'/'ok.ipynb').exists(), out
+
+def _wait_for(pred, within:float, what:str):
+    end = time.monotonic() + within
+    while not pred():
+        assert time.monotonic() < end, f'{what}: not within {within}s'
+        time.sleep(0.1)
+
+def test_sigterm_stops_a_kernel_run_that_ignores_sigint(tmp_path):
+    "A shell's background job (`cmd &` in a script) starts with SIGINT ignored: SIGTERM must still stop it, with 143"
+    mk(tmp_path/'sleep.ipynb', 'print(1)', 'import time; time.sleep(60)')
+    p = subprocess.Popen([*HB, 'sleep.ipynb', 'o.ipynb', '-k', 'python3'], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        _wait_for(lambda: (tmp_path/'o.ipynb').exists(), 60, 'cell 1 written')
+        time.sleep(1)
+        t0 = time.monotonic(); p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 143
+        assert time.monotonic() - t0 < 20
+    finally:
+        if p.poll() is None: p.kill(); p.wait()
+
+@pytest.mark.parametrize('extra', [[], ['-k', 'python3']])
+def test_sigterm_to_a_batch_exits_143(tmp_path, extra):
+    mk(tmp_path/'a.ipynb', 'print(1)', 'import time; time.sleep(60)'); mk(tmp_path/'b.ipynb', 'print(1)', 'import time; time.sleep(60)')
+    p = subprocess.Popen([*HB, 'a.ipynb', 'b.ipynb', '--output-dir', 'd', '--jobs', '2', '--summary', 's.json', *extra], cwd=tmp_path,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for(lambda: all((tmp_path/'d'/n).exists() for n in ('a.ipynb', 'b.ipynb')), 60, 'both notebooks started')
+        time.sleep(1)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 143, p.stderr.read()
+        assert [json.loads(l)['exit_code'] for l in (tmp_path/'s.json').read_text().splitlines()] == [143, 143]
+    finally:
+        if p.poll() is None: p.kill(); p.wait()
+
+def test_a_finished_cell_is_written_within_a_second_while_the_next_runs(tmp_path):
+    "--request-save-on-cell-execute: at most one write a second, a write due sooner made later, never dropped"
+    mk(tmp_path/'s3.ipynb', 'import time; time.sleep(1.5); print("one")', 'print("two")', 'time.sleep(60)')
+    p = subprocess.Popen([*HB, 's3.ipynb', 'o.ipynb'], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = tmp_path/'o.ipynb'
+        _wait_for(lambda: out.exists() and 'one' in out.read_text(), 60, 'cell 1 written')
+        time.sleep(1.5)  # cell 2 ended at once after cell 1, inside the one-second gap
+        nb = nbformat.read(out, as_version=4)
+        assert nb.cells[1].outputs and nb.cells[1].outputs[0]['text'] == 'two\n', nb.cells[1]
+    finally: p.kill(); p.wait()

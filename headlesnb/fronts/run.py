@@ -245,9 +245,10 @@ def _write_summaries(target:str, items:list):
     if target == '-': sys.stdout.write(text); sys.stdout.flush(); return
     with text_sink(target) as f: f.write(text)
 
-def run_many(a, inputs:list) -> int:
+def run_many(a, inputs:list, term:list=()) -> int:
     """Run `inputs`: in forked child processes `a.jobs` at a time; with `-k KERNEL`, in this process on kernels started ahead;
-    with `--cluster`, as tasks of a Dask cluster. One line per notebook as each ends, a table, the summary; the exit status"""
+    with `--cluster`, as tasks of a Dask cluster. One line per notebook as each ends, a table, the summary; the exit status
+    (`term` not empty: the batch was stopped by SIGTERM, so an interrupted one is 143)"""
     from headlesnb.fronts.run_batch import run_cluster, run_threads, _warm_kernels
     from headlesnb.fronts.run_exec import run_summary
     jobs = _plan(a, inputs)
@@ -260,12 +261,15 @@ def run_many(a, inputs:list) -> int:
         print(_line(j, done, n), file=sys.stderr, flush=True)
         if a.log_output and j.log: sys.stderr.write(j.log)
     interrupted = place(a, jobs, report)
+    stopped = 143 if term else 130
+    for j in jobs:
+        if j.summary and j.summary['exit_code'] in (130, 143): j.summary['exit_code'] = stopped  # (a child may have seen only the SIGINT we sent it)
     print(_table(jobs), file=sys.stderr if a.summary == '-' else sys.stdout, flush=True)
     failed = [j for j in jobs if j.status not in ('ok', 'not run')]
     for j in failed:
         if j.log and not a.log_output: sys.stderr.write(f"--- {redact(j.inp)}:\n{j.log}")
     if a.summary: _write_summaries(a.summary, [j.summary or run_summary(None, j.inp, j.out, j.status) for j in jobs])
-    if interrupted: print('headlesnb: interrupted', file=sys.stderr); return 130
+    if interrupted: print('headlesnb: interrupted', file=sys.stderr); return stopped
     return 1 if failed else 0
 
 def _run_forked(a, jobs:list, report) -> bool:
@@ -354,6 +358,7 @@ def _sigterm_as_interrupt():
         yield got; return
     def on_term(signum, frame):
         got.append(signum)
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN: raise KeyboardInterrupt  # (a shell's background job ignores SIGINT)
         signal.raise_signal(signal.SIGINT)  # stopped as Ctrl-C stops it, by whoever handles SIGINT now (a running cell's stop)
     old = signal.signal(signal.SIGTERM, on_term)
     try: yield got
@@ -396,7 +401,7 @@ def run_main(argv=None) -> int:
                 inputs, out = _targets(a)
                 if a.summary == '-' and out == '-': raise BadArgumentError("standard output already carries the notebook (output -): give --summary a file")
                 if a.cluster and len(inputs) == 1 and a.output_dir is None: raise BadArgumentError("--cluster runs several notebooks: give --output-dir DIR")
-                if len(inputs) > 1 or a.output_dir is not None: return run_many(a, inputs)
+                if len(inputs) > 1 or a.output_dir is not None: return run_many(a, inputs, term)
                 inp = inputs[0]
                 k, kcwd = ahead.enter_context(_ahead(a, inp, out))
                 from headlesnb.fronts.run_batch import _run_one

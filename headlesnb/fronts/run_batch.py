@@ -250,8 +250,8 @@ def run_threads(a, jobs:list, report) -> bool:
                 prime_to(i + 1 + width)  # this one's kernel, and one for each notebook that will start next
                 t = threading.Thread(target=run_job, args=(a, jobs[i], pool), name=f'headlesnb-job-{i}', daemon=True)
                 running[t] = jobs[i]; t.start()
+            time.sleep(0.02)  # (not a join: a Ctrl-C inside Thread.join marks a running thread stopped on Python < 3.13, gh-90882)
             for t in list(running):
-                t.join(0.02)
                 if not t.is_alive(): report(running.pop(t))
     except KeyboardInterrupt:
         interrupted = True
