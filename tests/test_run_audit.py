@@ -84,3 +84,11 @@ def test_a_finished_cell_is_written_within_a_second_while_the_next_runs(tmp_path
         nb = nbformat.read(out, as_version=4)
         assert nb.cells[1].outputs and nb.cells[1].outputs[0]['text'] == 'two\n', nb.cells[1]
     finally: p.kill(); p.wait()
+
+@pytest.mark.parametrize('opt', [['--summary', 'nodir/s.json'], ['--summary', '.'], ['--stdout-file', 'nodir/x'], ['--stderr-file', '.'],
+                                 ['--output-dir', 'd', '--summary', 'nodir/s.json']])
+def test_a_summary_or_stream_file_that_cannot_be_written_is_refused_before_the_run(tmp_path, opt):
+    mk(tmp_path/'q.ipynb', 'open("ran", "w").close()')
+    r = hb('q.ipynb', 'qo.ipynb', *opt, cwd=tmp_path)
+    assert r.returncode == 2 and 'Traceback' not in r.stderr and opt[-1] in r.stderr, r.stderr
+    assert not any((tmp_path/n).exists() for n in ('ran', 'qo.ipynb', 'd', 'nodir')), r.stderr

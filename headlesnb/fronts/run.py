@@ -14,7 +14,7 @@ import headlesnb
 from ..errors import HeadlesnbError, BadArgumentError
 from ..utils import die_with_parent
 from .options import add_remote_args
-from .run_io import is_url, local_path, redact, text_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name
+from .run_io import is_url, local_path, redact, text_sink, check_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name
 
 log = logging.getLogger('headlesnb.fronts.run')  # (the run's logger, run_exec's, by its name)
 
@@ -395,12 +395,15 @@ def run_main(argv=None) -> int:
     for dest, vals in params.items(): getattr(a, dest).extend(vals)
     level = a.log_level or ('INFO' if a.log_output else 'WARNING')
     code, rep, msg, term, inp, out = 2, None, '', [], None, None
+    try: check_sink(a.summary, '--summary')  # (before anything runs; and no summary can be written there)
+    except HeadlesnbError as e: print(f'headlesnb: {e}', file=sys.stderr); return 2
     with ExitStack() as ahead:  # (the store helper also writes the summary)
         try:
             with _cli_logging(level), _sigterm_as_interrupt() as term:
                 inputs, out = _targets(a)
                 if a.summary == '-' and out == '-': raise BadArgumentError("standard output already carries the notebook (output -): give --summary a file")
                 if a.cluster and len(inputs) == 1 and a.output_dir is None: raise BadArgumentError("--cluster runs several notebooks: give --output-dir DIR")
+                for p, what in ((a.stdout_file, '--stdout-file'), (a.stderr_file, '--stderr-file')): check_sink(p, what)
                 if len(inputs) > 1 or a.output_dir is not None: return run_many(a, inputs, term)
                 inp = inputs[0]
                 k, kcwd = ahead.enter_context(_ahead(a, inp, out))
