@@ -92,3 +92,11 @@ def test_a_summary_or_stream_file_that_cannot_be_written_is_refused_before_the_r
     r = hb('q.ipynb', 'qo.ipynb', *opt, cwd=tmp_path)
     assert r.returncode == 2 and 'Traceback' not in r.stderr and opt[-1] in r.stderr, r.stderr
     assert not any((tmp_path/n).exists() for n in ('ran', 'qo.ipynb', 'd', 'nodir')), r.stderr
+
+def test_k_kernels_inprocess_as_readme_names_it(tmp_path):
+    mk(tmp_path/'q.ipynb', 'import os; print(os.getpid())')
+    r = hb('q.ipynb', 'o.ipynb', '-k', 'kernels.inprocess', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    mk(tmp_path/'q2.ipynb', '1')
+    r = hb('q.ipynb', 'q2.ipynb', '--output-dir', 'd', '-k', 'nosuch', cwd=tmp_path)
+    assert r.returncode == 2 and 'kernels.inprocess' in r.stderr and not (tmp_path/'d').exists(), r.stderr

@@ -401,6 +401,9 @@ def run_main(argv=None) -> int:
         try:
             with _cli_logging(level), _sigterm_as_interrupt() as term:
                 inputs, out = _targets(a)
+                if a.kernel not in (None, 'inprocess'):  # (checked before a batch starts, where each notebook would fail alike)
+                    from headlesnb.fronts.run_exec import run_kernel_name
+                    a.kernel = run_kernel_name(a.kernel, a.jupyter_url)
                 if a.summary == '-' and out == '-': raise BadArgumentError("standard output already carries the notebook (output -): give --summary a file")
                 if a.cluster and len(inputs) == 1 and a.output_dir is None: raise BadArgumentError("--cluster runs several notebooks: give --output-dir DIR")
                 for p, what in ((a.stdout_file, '--stdout-file'), (a.stderr_file, '--stderr-file')): check_sink(p, what)

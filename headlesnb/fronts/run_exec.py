@@ -7,8 +7,8 @@ __all__ = ['log', 'ERROR_MARKER_TAG', 'ERROR_MESSAGE_TEMPLATE', 'ERROR_ANCHOR_MS
            'EXIT_STATUS', 'resolve_type', 'collect_parameters', 'py_literal', 'parameters_source', 'first_tagged',
            'inject_parameters', 'infer_parameters', 'parse_notebook', 'load_notebook', 'prepare_metadata',
            'remove_error_markers', 'add_error_banner', 'skipped_cells', 'read_scraps', 'notebook_language',
-           'make_run_kernel', 'NotebookExecutionError', 'DeadKernelError', 'RunReport', 'execute_notebook',
-           'run_summary', 'run_notebook']
+           'run_kernel_name', 'make_run_kernel', 'NotebookExecutionError', 'DeadKernelError', 'RunReport',
+           'execute_notebook', 'run_summary', 'run_notebook']
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #40b897bf
 import ast, base64, binascii, json, keyword, logging, math, os, platform, re, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
@@ -271,11 +271,20 @@ def notebook_language(nb, language:str|None=None) -> str|None:
     md = nb.metadata
     return language or (md.get('language_info') or {}).get('name') or (md.get('kernelspec') or {}).get('language')
 
+def run_kernel_name(name:str|None, jupyter_url:str|None=None) -> str|None:
+    "The engine's name for `-k NAME` (`kernels.inprocess`, as README and --help call it, is 'inprocess'); a kernel not installed here is refused, naming the choices"
+    if name == 'kernels.inprocess': return 'inprocess'
+    if name in (None, 'inprocess') or jupyter_url: return name  # (a server's kernels: the server says)
+    from headlesnb.kernels.subkernel import list_kernelspecs
+    if name not in (specs := list_kernelspecs()):
+        raise KernelError(f"-k {name}: no such kernel here; the choices: kernels.inprocess (Python in this process), {', '.join(specs) or 'no kernelspec installed'}")
+    return name
+
 def make_run_kernel(nb, kernel_name:str|None=None, language:str|None=None, cwd=None, jupyter_url:str|None=None,
                     jupyter_token:str|None=None, start_timeout:float=60, mpl_format:str|None='png'):
     "The kernel for `nb`: in-process for Python unless `kernel_name` says otherwise; and the name of what was chosen"
-    lang, ks = notebook_language(nb, language), nb.metadata.get('kernelspec') or {}
-    if kernel_name == 'inprocess' and not _is_python(lang): raise KernelError(f"-k inprocess runs Python, and this notebook's language is {lang!r}")
+    lang, ks, kernel_name = notebook_language(nb, language), nb.metadata.get('kernelspec') or {}, run_kernel_name(kernel_name, jupyter_url)
+    if kernel_name == 'inprocess' and not _is_python(lang): raise KernelError(f"-k kernels.inprocess runs Python, and this notebook's language is {lang!r}")
     meta = {**nb.metadata, 'kernelspec': {**ks, 'language': lang}} if language else nb.metadata
     choice = kernel_for_notebook(meta, kernel_name, remote=bool(jupyter_url))
     return make_kernel(choice, cwd=cwd, jupyter_url=jupyter_url, jupyter_token=jupyter_token, output_limit=None, mpl_format=mpl_format,
