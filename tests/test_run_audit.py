@@ -100,3 +100,12 @@ def test_k_kernels_inprocess_as_readme_names_it(tmp_path):
     mk(tmp_path/'q2.ipynb', '1')
     r = hb('q.ipynb', 'q2.ipynb', '--output-dir', 'd', '-k', 'nosuch', cwd=tmp_path)
     assert r.returncode == 2 and 'kernels.inprocess' in r.stderr and not (tmp_path/'d').exists(), r.stderr
+
+@pytest.mark.parametrize('args, says', [(['q.ipynb', 'o.ipynb', '-y', 'a: &x [1, *x]'], 'recursive YAML alias'),
+                                        (['/dev/zero', 'o.ipynb'], '/dev/zero: not a regular file'),
+                                        (['q.ipynb', 'q2.ipynb', '--output-dir', 'p.ipynb'], 'p.ipynb: is a file, not a folder')])
+def test_bad_input_is_a_clear_exit_2(tmp_path, args, says):
+    mk(tmp_path/'q.ipynb', 'open("ran", "w").close()'); mk(tmp_path/'q2.ipynb', '1'); (tmp_path/'p.ipynb').write_text('{}')
+    r = hb(*args, cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and says in r.stderr and 'Traceback' not in r.stderr, r.stderr
+    assert not (tmp_path/'ran').exists() and not (tmp_path/'o.ipynb').exists()

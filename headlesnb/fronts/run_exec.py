@@ -47,6 +47,8 @@ def _yaml_params(text, what:str) -> dict:
     try: d = yaml.load(text, Loader=NoDates)
     except yaml.YAMLError as e: raise BadArgumentError(f"{what}: not valid YAML ({' '.join(str(e).split())})") from None
     if d is None: return {}
+    try: json.dumps(d, default=str)
+    except (ValueError, RecursionError): raise BadArgumentError(f"{what}: the parameters contain themselves (a recursive YAML alias): write the values out") from None
     if not isinstance(d, dict): raise BadArgumentError(f"{what}: parameters must be a YAML mapping of names to values, not a {type(d).__name__}")
     return d
 

@@ -8,13 +8,13 @@ __all__ = ['CLOUD_EXTRA', 'is_url', 'local_path', 'redact', 'scrub', 'url_fs', '
            'stop_store_helper']
 
 # %% ../../nbs/26_fronts.run_io.ipynb #e5c57f36
-import io, logging, os, re, signal, subprocess, sys, threading, time
+import errno, io, logging, os, re, signal, subprocess, sys, threading, time
 import headlesnb
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import BadArgumentError, NotFoundError
-from ..utils import die_with_parent
+from ..utils import die_with_parent, read_regular
 
 # %% ../../nbs/26_fronts.run_io.ipynb #95fcb94b
 CLOUD_EXTRA = "pip install 'headlesnb[cloud]'"
@@ -108,9 +108,11 @@ def read_bytes(path, what:str='notebook') -> bytes:
     if (p := local_path(path)) is not None:
         p = Path(p).expanduser()
         if p.is_dir(): raise BadArgumentError(f"{path}: is a folder, not a {what}")
-        try: return p.read_bytes()
+        try: return read_regular(p)  # (a device such as /dev/zero, or a FIFO, is refused: no read without end, no wait for a writer)
         except FileNotFoundError: raise NotFoundError(f"{path}: no such {what}") from None
-        except OSError as e: raise BadArgumentError(f"{path}: cannot be read ({e.strerror})") from None
+        except OSError as e:
+            if e.errno == errno.EINVAL: raise BadArgumentError(f"{path}: not a regular file (a device, FIFO or socket): give a file, or - to read standard input") from None
+            raise BadArgumentError(f"{path}: cannot be read ({e.strerror})") from None
     return _on_store(_read, path, what)
 
 def _read(url:str, what:str) -> bytes:
@@ -201,7 +203,10 @@ def basename(path:str) -> str:
 
 def make_folder(folder:str):
     "Make `folder` (local, or on a store that has folders) if it is not there; on a store of buckets, refuse one whose bucket is missing"
-    if (p := local_path(folder)) is not None: Path(p).expanduser().mkdir(parents=True, exist_ok=True); return
+    if (p := local_path(folder)) is not None:
+        try: Path(p).expanduser().mkdir(parents=True, exist_ok=True); return
+        except FileExistsError: raise BadArgumentError(f"--output-dir {folder}: is a file, not a folder: give a folder for the outputs") from None
+        except OSError as e: raise BadArgumentError(f"--output-dir {folder}: cannot be made ({e.strerror})") from None
     _on_store(_mkdir, folder)
 
 def _mkdir(url:str):
