@@ -109,3 +109,18 @@ def test_bad_input_is_a_clear_exit_2(tmp_path, args, says):
     r = hb(*args, cwd=tmp_path, timeout=60)
     assert r.returncode == 2 and says in r.stderr and 'Traceback' not in r.stderr, r.stderr
     assert not (tmp_path/'ran').exists() and not (tmp_path/'o.ipynb').exists()
+
+@pytest.mark.parametrize('opt', [['--jobs', '2'], ['--inplace'], ['--cluster', 'local:1']])
+def test_two_paths_with_jobs_or_inplace_are_not_silently_two_inputs(tmp_path, opt):
+    "Two paths are papermill's INPUT OUTPUT: --jobs/--inplace must not run OUTPUT as a second input"
+    mk(tmp_path/'a.ipynb', 'n = 1'); mk(tmp_path/'out.ipynb', 'open("out-ran", "w").close()')
+    before = (tmp_path/'out.ipynb').read_text()
+    r = hb('a.ipynb', 'out.ipynb', *opt, cwd=tmp_path)
+    assert r.returncode == 2 and 'INPUT OUTPUT' in r.stderr, r.stderr
+    assert (tmp_path/'out.ipynb').read_text() == before and not (tmp_path/'out-ran').exists()
+
+def test_inplace_jobs_runs_two_notebooks_in_place(tmp_path):
+    mk(tmp_path/'a.ipynb', 'print("A")'); mk(tmp_path/'b.ipynb', 'print("B")')
+    r = hb('a.ipynb', 'b.ipynb', '--inplace', '--jobs', '2', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [nbformat.read(tmp_path/n, as_version=4).cells[0].outputs[0]['text'] for n in ('a.ipynb', 'b.ipynb')] == ['A\n', 'B\n']

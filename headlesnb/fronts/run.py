@@ -144,7 +144,13 @@ def _cli_logging(level:str):
 def _targets(a) -> tuple[list, str|None]:
     "The inputs, and the output of a single run"
     ps = list(a.paths)
-    many = a.output_dir is not None or len(ps) > 2 or (len(ps) == 2 and (a.inplace or a.jobs is not None or a.cluster is not None))
+    batch = a.jobs is not None or a.cluster is not None
+    if len(ps) == 2 and a.output_dir is None and (a.inplace or batch) and not (a.inplace and batch):  # papermill's INPUT OUTPUT, or two inputs?
+        opt = '--inplace' if a.inplace else '--jobs' if a.jobs is not None else '--cluster'
+        raise BadArgumentError(f"{ps[0]} {ps[1]}: two paths are INPUT OUTPUT, and {opt} " + (
+            "writes into the input: give only INPUT, or run the two notebooks in place with --inplace --jobs 2" if a.inplace else
+            f"runs several notebooks, whose outputs go to --output-dir DIR: give it to run both, or leave {opt} out to write {ps[1]}"))
+    many = a.output_dir is not None or len(ps) > 2 or (len(ps) == 2 and a.inplace and batch)
     if not ps:  # `... | headlesnb run | ...`: papermill's `- -`, implied by the pipes
         if not stat.S_ISFIFO(os.fstat(0).st_mode): raise BadArgumentError("no notebook given: headlesnb run INPUT [OUTPUT] (see headlesnb run --help)")
         ps = ['-'] if a.output or a.inplace or sys.stdout.isatty() else ['-', '-']
