@@ -124,3 +124,13 @@ def test_inplace_jobs_runs_two_notebooks_in_place(tmp_path):
     r = hb('a.ipynb', 'b.ipynb', '--inplace', '--jobs', '2', cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [nbformat.read(tmp_path/n, as_version=4).cells[0].outputs[0]['text'] for n in ('a.ipynb', 'b.ipynb')] == ['A\n', 'B\n']
+
+def test_nan_in_json_output_is_written_as_a_python3_kernel_sends_it(tmp_path):
+    "The in-process kernel's .ipynb stays strict JSON: non-finite floats as jupyter_client's json_clean sends them ('nan')"
+    mk(tmp_path/'n.ipynb', 'display({"application/json": {"x": float("nan"), "y": [float("-inf")]}}, raw=True)')
+    for k in ('kernels.inprocess', 'python3'):
+        r = hb('n.ipynb', f'{k}.ipynb', '-k', k, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        def bare(c): raise AssertionError(f'{k}: bare {c} in the .ipynb')
+        nb = json.loads((tmp_path/f'{k}.ipynb').read_text(), parse_constant=bare)
+        assert nb['cells'][0]['outputs'][0]['data']['application/json'] == {'x': 'nan', 'y': ['-inf']}, k

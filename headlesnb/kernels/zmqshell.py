@@ -8,7 +8,7 @@ __all__ = ['FLUSH_INTERVAL', 'LOOP_SHELLS', 'RUNNING', 'HOST', 'OWNER', 'STDOUT'
            'ZMQInteractiveShell']
 
 # %% ../../nbs/06a_kernels.zmqshell.ipynb #faa5a114
-import atexit, io, os, tempfile, threading, time
+import atexit, io, json, os, tempfile, threading, time
 from types import MethodType
 from binascii import b2a_base64
 
@@ -22,6 +22,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from ipykernel.compiler import XCachingCompiler
 from ipykernel.kernelbase import Kernel as IPyKernel
 from ipykernel.zmqshell import ZMQInteractiveShell as IPyKernelShell
+from jupyter_client.jsonutil import json_clean, json_default
 from traitlets import Type
 
 from ..utils import utf8_safe
@@ -33,6 +34,12 @@ def _clean(data:dict) -> dict:
     "Mime data as nbformat writes it: text in lines, bytes as base64 (jupyter_client's encoding)"
     return {k: v.splitlines(True) if isinstance(v, str) and k.startswith('text/')
             else b2a_base64(v, newline=False).decode('ascii') if isinstance(v, bytes) else v for k, v in data.items()}
+
+def _wire(obj):
+    """`obj` (mime data or metadata) as it reaches nbclient from ipykernel: jupyter_client sends JSON, and what strict JSON refuses
+    (NaN, infinities, ...) goes through its `json_clean` first (NaN becomes the string 'nan'); so the .ipynb stays valid JSON"""
+    try: json.dumps(obj, default=json_default, allow_nan=False); return obj
+    except (TypeError, ValueError): return json_clean(obj)
 
 class CellOutputs:
     "The outputs of one cell, built from the events of its run in the order they happen, as nbclient stores them"
@@ -90,7 +97,7 @@ def display(self, data:dict, metadata:dict|None=None, display_id=None, update:bo
     "Display data; with a `display_id` it also replaces every earlier output with that id (an update is not appended)"
     with self.lock:
         self.flush_streams()
-        data, metadata = _clean(data), metadata or {}
+        data, metadata = _wire(_clean(data)), _wire(metadata or {})
         if display_id is not None:
             for o in self.displays.get(display_id, ()):
                 o.update(self.cap(utf8_safe({'output_type': o['output_type'], 'data': data, 'metadata': metadata})))
@@ -109,7 +116,7 @@ def result(self, data:dict, metadata:dict|None, count:int):
     "The cell's value (an `execute_result`)"
     with self.lock:
         self.flush_streams()
-        self._add({'output_type': 'execute_result', 'data': _clean(data), 'metadata': metadata or {}, 'execution_count': count})
+        self._add({'output_type': 'execute_result', 'data': _wire(_clean(data)), 'metadata': _wire(metadata or {}), 'execution_count': count})
 
 @patch_to(CellOutputs)
 def error(self, ename:str, evalue:str, traceback:list):
