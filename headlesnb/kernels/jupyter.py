@@ -182,6 +182,7 @@ class JupyterKernel(Kernel):
         self._lock = None     # the kernel's asyncio.Lock (made on the loop)
         self._exec = None     # the `_Exec` of the cell executing
         self._pending, self._mu = 0, threading.Lock()
+        self._stop_first = False  # an interrupt asked for while a run is on its way to the kernel: it stops that run
         self._closed, self._count, self._behind = False, 0, set()
 
     # what a backend provides
@@ -233,17 +234,20 @@ async def _arun(self, code:str, timeout) -> RunResult:
         try:
             self._check_open()  # again: close() may have come while we queued
             ex = self._exec = _Exec(asyncio.get_running_loop(), None)  # an interrupt from now on stops this run, its kernel still starting or not
+            if self._stop_first: ex.request_stop('interrupted')
             started = utc_now()
             try: client = await self._client_ready()
             except BaseException: self._exec = None; raise
-            if ex.stop.done():  # interrupted while its kernel started: the code never runs
+            if ex.stop.done():  # interrupted on its way (its kernel starting, say): the code never runs
                 self._exec = None
-                msg = 'The cell was interrupted before it ran (its kernel was starting).'
+                msg = 'The cell was interrupted before it ran.'
                 return RunResult([{'output_type': 'error', 'ename': 'KeyboardInterrupt', 'evalue': msg, 'traceback': [f'KeyboardInterrupt: {msg}']}],
                                  None, 'interrupted', started, utc_now())
             return await self._execute(client, code, timeout, ex)
         finally: self._lock.release()
-    finally: self._queued(-1)
+    finally:
+        self._stop_first = False  # (one asked for as this run ended is not the next run's)
+        self._queued(-1)
 
 @patch_to(JupyterKernel)
 async def _locked(self, wait:float|None=None):
@@ -283,7 +287,9 @@ def live_outputs(self) -> list:
 def interrupt(self) -> bool:
     "Stop the executing cell, if any (SIGINT or the kernelspec's interrupt message; killed `stop_grace` s later if it goes on)"
     ex = self._exec
-    if ex is None: return False
+    if ex is None:  # a run on its way here (queued on the kernel loop) is stopped when it gets the kernel
+        self._stop_first = self._pending > 0
+        return self._stop_first
     kernel_loop().call_soon_threadsafe(ex.request_stop, 'interrupted')
     return True
 
