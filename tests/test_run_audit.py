@@ -134,3 +134,11 @@ def test_nan_in_json_output_is_written_as_a_python3_kernel_sends_it(tmp_path):
         def bare(c): raise AssertionError(f'{k}: bare {c} in the .ipynb')
         nb = json.loads((tmp_path/f'{k}.ipynb').read_text(), parse_constant=bare)
         assert nb['cells'][0]['outputs'][0]['data']['application/json'] == {'x': 'nan', 'y': ['-inf']}, k
+
+def test_scrapbook_glue_finds_a_kernel_in_process(tmp_path):
+    "scrapbook's `glue` warns 'No kernel detected' unless get_ipython().kernel is set, as ipykernel sets it"
+    mk(tmp_path/'g.ipynb', 'import scrapbook as sb\nsb.glue("x", 1)')
+    r = hb('g.ipynb', 'o.ipynb', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert 'No kernel detected' not in (tmp_path/'o.ipynb').read_text()
+    assert json.loads((tmp_path/'o.ipynb').read_text())['cells'][0]['outputs'][0]['data']['application/scrapbook.scrap.json+json']['data'] == 1

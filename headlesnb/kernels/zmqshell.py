@@ -8,7 +8,8 @@ __all__ = ['FLUSH_INTERVAL', 'LOOP_SHELLS', 'RUNNING', 'HOST', 'OWNER', 'STDOUT'
            'ZMQInteractiveShell']
 
 # %% ../../nbs/06a_kernels.zmqshell.ipynb #faa5a114
-import atexit, io, json, os, tempfile, threading, time
+import atexit, io, json, os, platform, tempfile, threading, time
+import IPython
 from types import MethodType
 from binascii import b2a_base64
 
@@ -213,6 +214,13 @@ def kernel_argv() -> list:
     return [ipykernel_launcher.__file__, '-f', conn, '--HistoryManager.hist_file=:memory:']
 
 # %% ../../nbs/06a_kernels.zmqshell.ipynb #79cb64b6
+class _Kernel:
+    "What code asks of `get_ipython().kernel`, which ipykernel sets: that there is one (scrapbook), its `language_info` (IPython's `%notebook`)"
+    eventloop = None  # (no GUI event loop: what ipykernel's shell looks at when `exit_now` is set)
+    implementation, implementation_version = 'ipython', IPython.__version__
+    language_info = dict(name='python', version=platform.python_version(), mimetype='text/x-python', codemirror_mode={'name': 'ipython', 'version': 3},
+                         pygments_lexer='ipython3', nbconvert_exporter='python', file_extension='.py')  # (ipykernel.ipkernel's: importing it sets up logging)
+
 class ZMQInteractiveShell(CaptureShell, IPyKernelShell):
     "execnb's `CaptureShell` behaving as ipykernel's shell: outputs in order into `_out`, IPython's tracebacks, payloads"
     displayhook_class, display_pub_class = _DisplayHook, _DisplayPublisher
@@ -222,6 +230,7 @@ class ZMQInteractiveShell(CaptureShell, IPyKernelShell):
     def __init__(self, mpl_format:str|None=None):
         self._out, self.exit_requested, self._tb_in_displayhook = None, False, False
         super().__init__(mpl_format=mpl_format)
+        self.kernel = _Kernel()  # (as ipykernel's shell has one: code such as scrapbook's `glue` checks for it)
         self.user_ns.pop('set_matplotlib_formats', None)  # execnb imported it to set the formats up; ipykernel's namespace lacks it
         disable_async_magics(self)
         self.input_transformers_cleanup.remove(leading_comment_lines)
