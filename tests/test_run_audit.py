@@ -142,3 +142,11 @@ def test_scrapbook_glue_finds_a_kernel_in_process(tmp_path):
     assert r.returncode == 0, r.stderr
     assert 'No kernel detected' not in (tmp_path/'o.ipynb').read_text()
     assert json.loads((tmp_path/'o.ipynb').read_text())['cells'][0]['outputs'][0]['data']['application/scrapbook.scrap.json+json']['data'] == 1
+
+def test_one_cell_one_number_in_cells_message_and_summary(tmp_path):
+    "--cells 1, the message's 'cell 2' (1-based) and the summary's cell_index 1 name the same cell; the banner cells are not counted"
+    mk(tmp_path/'e.ipynb', 'x = 1', '1/0')
+    r = hb('e.ipynb', 'o.ipynb', '--cells', '1', '--summary', '-', cwd=tmp_path)
+    assert r.returncode == 1 and 'cell 2 (id ' in r.stderr, r.stderr
+    s = json.loads(r.stdout)
+    assert s['failure']['cell_index'] == 1 and [c['cell_index'] for c in s['cell_seconds']] == [1], s

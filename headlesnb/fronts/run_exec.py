@@ -771,7 +771,7 @@ def run_summary(rep:RunReport|None, input_path=None, output_path=None, status:st
              status=status, exit_code=EXIT_STATUS.get(status, 2), message=message, seconds=None, cells_run=None, cells_total=None,
              cell_seconds=[], failure=None, errors=[], scraps={})
     if rep is None: return d
-    where = {c.get('id'): i for i, c in enumerate(rep.nb.cells)}  # (indices in the output notebook)
+    where = {c.get('id'): i for i, c in enumerate(c for c in rep.nb.cells if ERROR_MARKER_TAG not in _tags(c))}  # (as NotebookExecutionError's: the notebook run, without the banner cells)
     err = lambda f: dict(cell_index=where.get(f['cell_id'], f['cell_index']), cell_id=f['cell_id'], exec_count=f['exec_count'],
                          ename=f['ename'], evalue=f['evalue'], traceback=_strip_ansi('\n'.join(f.get('traceback') or [])))
     d.update(seconds=round(rep.seconds, 3), cells_run=rep.ran, cells_total=rep.total, scraps=read_scraps(rep.nb),
