@@ -150,3 +150,16 @@ def test_one_cell_one_number_in_cells_message_and_summary(tmp_path):
     assert r.returncode == 1 and 'cell 2 (id ' in r.stderr, r.stderr
     s = json.loads(r.stdout)
     assert s['failure']['cell_index'] == 1 and [c['cell_index'] for c in s['cell_seconds']] == [1], s
+
+def test_a_kernel_that_cannot_start_is_exit_2_with_nothing_written(tmp_path):
+    "Not a failing cell 1: a clear message naming the kernel or server, exit 2, no output notebook"
+    mk(tmp_path/'q.ipynb', '1')
+    spec = tmp_path/'kp'/'kernels'/'slow'; spec.mkdir(parents=True)
+    (spec/'kernel.json').write_text(json.dumps({'argv': [sys.executable, '-c', 'import time; time.sleep(30)', '{connection_file}'],
+                                                'display_name': 'slow', 'language': 'python'}))
+    env = {**os.environ, 'JUPYTER_PATH': str(tmp_path/'kp')}
+    for args, says in ((['--jupyter-url', 'http://127.0.0.1:1', '-k', 'python3'], 'http://127.0.0.1:1'),
+                       (['-k', 'slow', '--start-timeout', '2'], "'slow'")):
+        r = subprocess.run([*HB, 'q.ipynb', 'o.ipynb', *args], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env, stdin=subprocess.DEVNULL)
+        assert r.returncode == 2 and says in r.stderr and 'cell 1' not in r.stderr, r.stderr
+        assert not (tmp_path/'o.ipynb').exists()

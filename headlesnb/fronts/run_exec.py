@@ -735,6 +735,9 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
     try:
         if kernel is None: kernel, kname = make_run_kernel(nb, kernel_name, language, cwd, jupyter_url, jupyter_token, start_timeout, mpl_format)
         else: kname = getattr(kernel, 'kernel_name', type(kernel).__name__)  # a warm kernel a batch started for this run
+        if (start := getattr(kernel, 'start', None)) is not None:  # (a kernel process or a server's kernel; started now if not yet)
+            try: start()  # a kernel that cannot start is no failing cell: an error before the run, and nothing written
+            except KernelError as e: raise KernelError(str(e) if repr(kname) in str(e) else f"the kernel {kname!r} could not start: {e}") from None
         log.info(f"Executing notebook with kernel: {kname}")
         run = _Run(nb, kernel, Path(cwd).expanduser(), save, incremental, execution_timeout or timeout, allow_errors, progress_bar,
                    log_output, stdout_file, stderr_file, autosave_cell_every or 0, skip, total_timeout)
