@@ -465,6 +465,7 @@ class InProcessKernel(Kernel):
         self._shell, self._ns, self._cwd = None, {}, None
         self._lock = threading.Lock()   # one run (or restart/close) of this kernel at a time
         self._current = self._stuck = None  # the run executing; one abandoned while stuck in C
+        self._stop_first = False  # an interrupt that came while a run held this kernel before its cell started: that run stops
         self._closed = False
 
     def _start(self) -> _Shell:
@@ -524,18 +525,21 @@ def _where(kernel, nested:str|None) -> str:
 @patch_to(InProcessKernel)
 def _run(self, code:str, timeout, nested:str|None=None, parent=None) -> RunResult:
     with self._locks(nested), _host_state(parent if nested == 'thread' else None):
-        if (gone := self._exited()) is not None: return gone
-        shell, n, started = self._begin()
-        where = _where(self, nested)
-        self._current = r = _Run(self, shell, code) if where == 'loop' else _HereRun(self, shell, code)
-        here = where == 'here'
-        try: done = True if here else r.start().wait(timeout, self.stop_grace, nested)
-        finally:
-            if here:
-                try: r.execute(timeout)
-                finally: self._current = None
-            else: self._current = None
-        return self._end(r, done, n, started, timeout)
+        try:
+            if (gone := self._exited()) is not None: return gone
+            shell, n, started = self._begin()
+            if self._stop_first: return self._unrun(shell, started)
+            where = _where(self, nested)
+            self._current = r = _Run(self, shell, code) if where == 'loop' else _HereRun(self, shell, code)
+            here = where == 'here'
+            try: done = True if here else r.start().wait(timeout, self.stop_grace, nested)
+            finally:
+                if here:
+                    try: r.execute(timeout)
+                    finally: self._current = None
+                else: self._current = None
+            return self._end(r, done, n, started, timeout)
+        finally: self._stop_first = False  # (one that came after this run's check is not the next run's)
 
 @patch_to(InProcessKernel)
 @contextmanager
@@ -563,13 +567,14 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
         with _host_state():
             if (gone := self._exited()) is not None: return gone
             shell, n, started = self._begin()
+            if self._stop_first: return self._unrun(shell, started)
             self._current = r = _HereRun(self, shell, code) if _where(self, nested) == 'main' else _Run(self, shell, code)
             try: done = await r.start().wait_async(timeout, self.stop_grace)
             except asyncio.CancelledError: self._end(r, r.fut.done(), n, started, timeout); raise
             finally: self._current = None
             return self._end(r, done, n, started, timeout)
     finally:
-        _awaiting.kernel = None
+        _awaiting.kernel, self._stop_first = None, False
         if not nested: RUN_LOCK.release()
         self._lock.release()
 
@@ -703,11 +708,22 @@ def _users_frames(tb:list) -> list:
 # %% ../../nbs/06_kernels.inprocess.ipynb #ead5a16b
 @patch_to(InProcessKernel)
 def interrupt(self) -> bool:
-    "Stop the executing cell, if any (a run still queued for `RUN_LOCK` is not affected)"
+    """Stop the executing cell, if any; a run that holds this kernel but has not started its cell (its shell starting, or
+    waiting for another kernel's run to end) ends before its cell runs"""
     r = self._current
-    if r is None: return False
+    if r is None:
+        self._stop_first = self._lock.locked()
+        return self._stop_first
     r.stop('interrupted')
     return True
+
+@patch_to(InProcessKernel)
+def _unrun(self, shell, started:str) -> RunResult:
+    "The answer of a run interrupted before its cell started: nothing ran (`_begin`'s set-up undone, as `_end` undoes it)"
+    self._stop_first = False
+    with suppress(ValueError): RUNNING.remove(shell)
+    shell._out = None
+    return RunResult([_error('KeyboardInterrupt', 'The cell was interrupted before it ran.')], None, 'interrupted', started, utc_now())
 
 @patch_to(InProcessKernel)
 def live_outputs(self) -> list:
