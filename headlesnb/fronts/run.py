@@ -48,13 +48,13 @@ _USAGE = '''headlesnb run [options] INPUT [OUTPUT]
 _DESC = '''Execute notebooks headlessly, with papermill's command line: a papermill command works with
 `papermill` replaced by `headlesnb run`. INPUT and OUTPUT may be `-` (standard input / output; logs and
 progress then go to stderr only). Without OUTPUT the notebook is run as a check and nothing is written.
-Several INPUTs (or --output-dir) run each notebook in its own process, --jobs at a time (with -k KERNEL: in this
+Two paths are INPUT OUTPUT, even with --jobs or --inplace. Several INPUTs (or --output-dir) run each notebook in its own process, --jobs at a time (with -k KERNEL: in this
 process, each on a kernel started while the notebooks before it ran), or on a Dask cluster with --cluster.
 Paths may be URLs that fsspec serves (s3://, gs://, az://, http(s)://, ...: pip install 'headlesnb[cloud]').
 SIGTERM is handled as Ctrl-C (outputs so far written), with exit status 143.
 
-Exit status: 0 ok, 1 a cell failed (outputs written, error banner at the top), 2 bad input or options
-(nothing written), 124 past --total-timeout (outputs so far written), 130 interrupted by Ctrl-C (outputs so
+Exit status: 0 ok, 1 a cell failed (outputs written, error banner at the top), 2 bad input or options,
+or a kernel that could not start (nothing written), 124 past --total-timeout (outputs so far written), 130 interrupted by Ctrl-C (outputs so
 far written), 137 killed: an in-process cell blocked in C past --execution-timeout (the cells before it
 written), 138 the kernel died, 143 SIGTERM.'''
 
