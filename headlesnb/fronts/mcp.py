@@ -613,7 +613,8 @@ def run_state_line(d:dict) -> str:
     "One line on a run that goes on (or a poll of one): its id, status, time so far, what to call next"
     rid = d['run_id']
     if d['done']: return f"[RUN {rid} ENDED: {d['status']}{' (its timeout)' if d.get('reason') == 'timeout' else ''} after {d['elapsed']:.1f}s]"
-    state = f"QUEUED behind {', '.join(d.get('queued_behind') or []) or 'an earlier run'}" if d['status'] == 'queued' else 'RUNNING'
+    ahead = d.get('queued_behind') or []  # (none: it is about to start, its turn taken)
+    state = ('RUNNING' if d['status'] != 'queued' else f"QUEUED behind {', '.join(ahead)}" if ahead else 'STARTING')
     return (f"[{state}: run {rid}, {d['elapsed']:.1f}s so far; it goes on: get_run(run_id=\"{rid}\", since={d['next']}) for what is new, "
             f"interrupt(run_id=\"{rid}\") to stop it]")
 
