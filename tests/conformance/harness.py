@@ -90,9 +90,6 @@ INPROCESS_EXPECTED = {
     # the kernel's process is the host's
     'nbclient/tests/files/Autokill.ipynb': {-1: 'the cell sends SIGTERM to its own process: the host stops (its outputs so far '
                                                 'written, as nbclient stores the cell: nothing), not a kernel'},
-    # scrapbook's glue looks for `get_ipython().kernel`, which only a kernel process has
-    'nbclient/binder/empty_notebook.ipynb': {3: "scrapbook.glue warns 'No kernel detected' (on stderr) before its scrap",
-                                             6: "scrapbook.glue warns 'No kernel detected' (on stderr) before its scrap"},
 }
 
 # What a kernel process stores differently from nbclient, on purpose
