@@ -409,8 +409,8 @@ def _open_with_kernel(self:BaseManager, name:str, path, mode:str, kernel:str|Non
             raise BadArgumentError("kernel_id names a kernel of a Jupyter server, and none is set: give its URL (--jupyter-url, "
                                    "connect_to_jupyter, or jupyter_url= to the manager)")
         if kernel not in (None, 'inprocess') and not self.jupyter_url:
-            from headlesnb.kernels.subkernel import list_kernelspecs
-            if kernel not in (specs := list_kernelspecs()): raise KernelError(f"the kernel {kernel!r} is not installed; installed kernels: {', '.join(specs) or 'none'}")
+            from headlesnb.kernels.subkernel import check_kernelspec
+            check_kernelspec(kernel)
     with self._lock:
         old = self._items.get(name)
         if (kernel or kernel_id) and old is not None and old.kernel is not None and not old.kernel.closed:

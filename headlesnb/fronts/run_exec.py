@@ -277,10 +277,8 @@ def run_kernel_name(name:str|None, jupyter_url:str|None=None) -> str|None:
     "The engine's name for `-k NAME` (`kernels.inprocess`, as README and --help call it, is 'inprocess'); a kernel not installed here is refused, naming the choices"
     if name == 'kernels.inprocess': return 'inprocess'
     if name in (None, 'inprocess') or jupyter_url: return name  # (a server's kernels: the server says)
-    from headlesnb.kernels.subkernel import list_kernelspecs
-    if name not in (specs := list_kernelspecs()):
-        raise KernelError(f"-k {name}: no such kernel here; the choices: kernels.inprocess (Python in this process), {', '.join(specs) or 'no kernelspec installed'}")
-    return name
+    from headlesnb.kernels.subkernel import check_kernelspec
+    return check_kernelspec(name)
 
 def make_run_kernel(nb, kernel_name:str|None=None, language:str|None=None, cwd=None, jupyter_url:str|None=None,
                     jupyter_token:str|None=None, start_timeout:float=60, mpl_format:str|None='png'):
