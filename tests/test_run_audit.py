@@ -163,3 +163,12 @@ def test_a_kernel_that_cannot_start_is_exit_2_with_nothing_written(tmp_path):
         r = subprocess.run([*HB, 'q.ipynb', 'o.ipynb', *args], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env, stdin=subprocess.DEVNULL)
         assert r.returncode == 2 and says in r.stderr and 'cell 1' not in r.stderr, r.stderr
         assert not (tmp_path/'o.ipynb').exists()
+
+def test_a_store_that_cannot_be_reached_is_not_blamed_on_credentials(tmp_path):
+    "An http:// input on a port nobody listens on: exit 2 naming the URL and what to check (it said to check the store's credentials)"
+    import socket
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]  # (closed again: nothing listens there)
+    r = hb(f'http://127.0.0.1:{port}/x.ipynb', 'out.ipynb', cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert f'http://127.0.0.1:{port}/x.ipynb: could not reach the store' in r.stderr and 'credentials' not in r.stderr, r.stderr
+    assert not (tmp_path/'out.ipynb').exists()

@@ -8,7 +8,7 @@ __all__ = ['CLOUD_EXTRA', 'is_url', 'local_path', 'redact', 'scrub', 'url_fs', '
            'stop_store_helper']
 
 # %% ../../nbs/26_fronts.run_io.ipynb #e5c57f36
-import errno, io, logging, os, re, signal, subprocess, sys, threading, time
+import errno, io, logging, os, re, signal, socket, subprocess, sys, threading, time
 import headlesnb
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,7 +93,20 @@ def _refused(url:str, e:Exception, doing:str) -> BadArgumentError:
     why = f"{type(e).__name__}: {scrub(_one_line(e))}"
     if _bad_name(e):
         return BadArgumentError(f"{redact(url)}: not a name the store takes ({why}); check the bucket's name in the URL")
+    if _unreachable(e):
+        return BadArgumentError(f"{redact(url)}: could not reach the store for {doing} ({why}); check the URL's host and port "
+                                "(an S3-compatible store's: AWS_ENDPOINT_URL) and that the store is up")
     return BadArgumentError(f"{redact(url)}: the store refused {doing} ({why}); check the store's credentials (environment variables or its config files)")
+
+_UNREACHABLE = {'EndpointConnectionError', 'ConnectTimeoutError', 'ClientConnectionError'}  # botocore's and aiohttp's (by name, as above)
+
+def _unreachable(e:Exception) -> bool:
+    "Did `e` (or what caused it) come from a store that could not be reached, rather than one that answered no?"
+    for _ in range(10):
+        if e is None: return False
+        if isinstance(e, (ConnectionError, TimeoutError, socket.gaierror)) or _UNREACHABLE & {c.__name__ for c in type(e).__mro__}: return True
+        e = e.__cause__ or e.__context__
+    return False
 
 def _bad_name(e:Exception) -> bool:
     "Is `e` botocore's refusal of a bucket or key name, made before any request (so credentials play no part)?"
