@@ -161,12 +161,14 @@ def test_token_redirect_stays_on_this_server(tmp_path):
         assert r.status_code == 303 and r.headers['location'] == '/dialog_?name=d'  # the ordinary case, unchanged
 
 
-def test_output_frames_run_scripts_not_inline_handlers(tmp_path, browser):
-    "What SECURITY.md says runs in an output frame: <script> and the handlers scripts attach; inline handler attributes do not"
+def test_output_frames_run_scripts_and_inline_handlers_in_an_opaque_origin(tmp_path, browser):
+    """What SECURITY.md says runs in an output frame: <script>, the handlers scripts attach, inline handler attributes and an SVG's
+    onload (these did not run while frames inherited the page's policy); all of it in an opaque origin, the page untouched"""
     root = tmp_path / 'root'; root.mkdir()
     html = ("<p id='r'>not run</p><button id='inline' onclick=\"document.body.dataset.inline = 'yes'\">inline</button>"
             "<script>document.getElementById('r').textContent = 'script ran'; const b = document.createElement('button');"
-            "b.id = 'attached'; b.textContent = 'attached'; b.onclick = () => { document.body.dataset.attached = 'yes' }; document.body.append(b)</script>")
+            "b.id = 'attached'; b.textContent = 'attached'; b.onclick = () => { document.body.dataset.attached = 'yes' }; document.body.append(b)</script>"
+            "<div style='height:321px'></div>")
     svg = "<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20' onload=\"document.body.dataset.svg = 'yes'\"><rect width='9' height='9'/></svg>"
     outs = [{'output_type': 'display_data', 'data': {mime: v}, 'metadata': {}} for mime, v in (('text/html', html), ('image/svg+xml', svg))]
     with serve(root) as (http, log):
@@ -184,6 +186,17 @@ def test_output_frames_run_scripts_not_inline_handlers(tmp_path, browser):
         assert f.inner_text('#r') == 'script ran'
         f.click('#attached'); f.click('#inline')
         time.sleep(0.5)
-        state = f.evaluate('({...document.body.dataset})')
-        assert state == {'attached': 'yes'}, state  # the script's handler ran; the onclick attribute did not
-        assert svg_frame.evaluate('document.body.dataset.svg || null') is None  # nor the SVG's onload
+        assert f.evaluate('({...document.body.dataset})') == {'attached': 'yes', 'inline': 'yes'}
+        assert svg_frame.evaluate('document.body.dataset.svg || null') == 'yes'
+        assert f.evaluate('origin') == 'null'  # an opaque origin; the page as it was
+        assert not {'inline', 'attached', 'svg'} & set(page.evaluate('Object.keys(document.body.dataset)'))
+        assert page.evaluate("[...document.querySelectorAll('iframe.frame')].every(f => f.getAttribute('sandbox') === 'allow-scripts')")
+        page.wait_for_function("parseInt(document.querySelector('iframe.frame.html').style.height) > 321", timeout=5_000)  # it told the page its height
+        # the frames' fixed document, opened on its own: no output in it, and sandboxed by its own headers
+        r = httpx.get(f'{base(http)}/_frame')
+        assert r.status_code == 200 and 'hnbFrameDoc' in r.text and 'script ran' not in r.text
+        assert r.headers['content-security-policy'].startswith('sandbox allow-scripts;') and "frame-ancestors 'self'" in r.headers['content-security-policy']
+        top = browser.new_page()
+        top.goto(f'{base(http)}/_frame')
+        assert top.evaluate('origin') == 'null'
+        top.close()

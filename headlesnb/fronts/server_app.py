@@ -199,6 +199,7 @@ def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None, *
         Route('/events_', events, methods=['GET']),
         Route('/', index, methods=['GET']),
         Route('/favicon.ico', lambda req: Response(status_code=204), methods=['GET']),
+        Route(FRAME_PATH, lambda req: Response(FRAME_HOST, media_type='text/html', headers=FRAME_HEADERS), methods=['GET']),
         WebSocketRoute('/wsx', wsx),
         *agent_routes(srv.engine.agents),
         Route('/{name}', call, methods=['POST'])])  # every endpoint in ENDPOINTS, looked up when called
