@@ -616,11 +616,16 @@ class Run:
         running = not self.over
         # a stream output still being written can grow: the next poll reads it again from its start
         nxt = len(outs) - 1 if running and outs and outs[-1].get('output_type') == 'stream' else len(outs)
-        d = dict(run_id=self.id, name=self.name, kind=self.kind, status=self.status, elapsed=round(self.elapsed, 3),
+        with self._mu: k = self.kernel
+        waits = running and self.status == 'running' and k is not None and k.waiting  # its cell waits for another kernel's to end
+        d = dict(run_id=self.id, name=self.name, kind=self.kind, status='queued' if waits else self.status, elapsed=round(self.elapsed, 3),
                  started=_iso(self.started), ended=_iso(self.ended), execution_count=self.execution_count, cell_id=self.cell_id,
                  outputs=outs[since:], since=since, next=max(nxt, min(since, len(outs))), total_outputs=len(outs), done=not running)
         if self.reason: d['reason'] = self.reason
         if self.status == 'queued': d['queued_behind'] = self.mgr._running_ids(self.name, self)
+        if waits:
+            d['queued_behind'] = self.mgr._process_ids(k)
+            d['reason'] = "in-process kernels run one cell at a time in this process: it starts when the cell running now ends"
         if self.kind == 'all' and self.answer: d['result'] = {k: v for k, v in self.answer.items() if k != 'outputs'}
         return d
 
@@ -677,6 +682,12 @@ def _running_ids(self:BaseManager, name:str, before:Run) -> list:
     "The runs of item `name` started before `before` that have not ended (what it waits for)"
     with self._lock: rs = list(self._runs.values())
     return [r.id for r in rs[:rs.index(before)] if r.name == name and not r.over] if before in rs else []
+
+@patch
+def _process_ids(self:BaseManager, kernel) -> list:
+    "The runs of other kernels whose cells run now (what a run of `kernels.kernel` waiting for its turn in the process waits for)"
+    with self._lock: rs = list(self._runs.values())
+    return [r.id for r in rs if not r.over and r.status == 'running' and (k := r.kernel) is not None and k is not kernel and not k.waiting]
 
 @patch
 def _carry(self:BaseManager, r:Run, fn, *args) -> dict:

@@ -121,6 +121,25 @@ def test_runs_of_two_notebooks_overlap(tmp_path):
     run(go)
 
 
+def test_in_process_runs_of_two_notebooks_say_they_wait_for_each_other(tmp_path):
+    "In-process kernels share one process, so one cell runs at a time: a run waiting for another notebook's says QUEUED behind it, not RUNNING"
+    async def go():
+        async with stdio_session(tmp_path) as s:
+            for nb in ('a', 'b'):
+                await ok(s, 'use_notebook', notebook_name=nb, mode='create')
+                await ok(s, 'execute_code', code='1', notebook_name=nb)  # kernels started first
+            a = structured(await call(s, 'execute_code', code='import time; time.sleep(3)', wait=0, notebook_name='a'))['run_id']
+            res = await call(s, 'execute_code', code='1+1', wait=0.5, notebook_name='b')
+            d = structured(res)
+            assert d['status'] == 'queued' and d['queued_behind'] == [a] and not d['done'], d
+            assert text(res).startswith(f'[QUEUED behind {a}: run {d["run_id"]}'), text(res)
+            assert 'one cell at a time' in text(res)
+            assert {r['run_id']: r['status'] for r in structured(await call(s, 'list_runs'))['items']}[d['run_id']] == 'queued'
+            end = await ended(s, d['run_id'])
+            assert end['status'] == 'ok' and (await ended(s, a))['status'] == 'ok'
+    run(go)
+
+
 def test_client_is_told_when_a_run_ends(tmp_path):
     async def go():
         got = []

@@ -464,6 +464,7 @@ class InProcessKernel(Kernel):
         self.cwd, self.mpl_format, self.output_limit, self.main_thread = cwd, mpl_format, output_limit, bool(main_thread)
         self._shell, self._ns, self._cwd = None, {}, None
         self._lock = threading.Lock()   # one run (or restart/close) of this kernel at a time
+        self._waiting = False           # a run of it waits for `RUN_LOCK` (another kernel's cell runs)
         self._current = self._stuck = None  # the run executing; one abandoned while stuck in C
         self._stop_first = False  # an interrupt that came while a run held this kernel before its cell started: that run stops
         self._closed = False
@@ -496,6 +497,8 @@ class InProcessKernel(Kernel):
 
     @property
     def busy(self): return self._lock.locked()
+    @property
+    def waiting(self): return self._waiting
     @property
     def closed(self): return self._closed
     @property
@@ -546,7 +549,12 @@ def _run(self, code:str, timeout, nested:str|None=None, parent=None) -> RunResul
 def _locks(self, nested:str|None):
     "This kernel's lock and `RUN_LOCK`; a nested run takes only the kernel's, and never waits for a run queued elsewhere"
     if not nested:
-        with self._lock, RUN_LOCK: yield
+        with self._lock:
+            self._waiting = True  # (its own lock is held: only this run of this kernel can be waiting)
+            try: RUN_LOCK.acquire()
+            finally: self._waiting = False
+            try: yield
+            finally: RUN_LOCK.release()
         return
     while not self._lock.acquire(timeout=0.05):  # held by another nested run (it ends), or by a run queued for RUN_LOCK
         if nested == 'cell' or self._current is None:

@@ -67,6 +67,10 @@ class Kernel:
         "A run is in progress (queued or executing)"
         raise NotImplementedError
     @property
+    def waiting(self) -> bool:
+        "A run of this kernel waits for another kernel's run to end before its cell starts (in-process kernels share one process)"
+        return False
+    @property
     def execution_count(self) -> int:
         "The count of the last cell run (0 before any)"
         raise NotImplementedError
