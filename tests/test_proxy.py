@@ -399,6 +399,10 @@ def test_command_line(tmp_path, fake):
     assert r.returncode == 1 and 'without a token' in r.stderr and r.stderr.strip().count('\n') == 0
     r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path / 'nope')], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and 'is not a folder' in r.stderr
+    for bad, said in ((['--timeout', '-5'], "argument --timeout: '-5': must be a number of seconds more than 0"),
+                      (['--port', '99999'], 'argument --port: 99999: a port is a number from 1 to 65535')):  # (it bound 99999 mod 65536)
+        r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), *bad], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and said in r.stderr, r.stderr
     r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', '--help'], capture_output=True, text=True, timeout=60)
     assert 'proxy' in r.stdout
     p, url = start_proxy(tmp_path, fake.url, '--token', 's3cret-token')

@@ -47,6 +47,28 @@ def test_a_busy_port_is_one_line_and_exit_1(tmp_path, kind):
     assert err.strip().splitlines() == [f'headlesnb {kind.split("-")[0]}: 127.0.0.1 port {port} is already in use (another server?): pick another with --port']
 
 @pytest.mark.parametrize('kind', SERVERS)
+def test_port_0_serves_on_the_port_it_names(tmp_path, kind):
+    "--port 0: the system picks a free port, and the server names that one and answers on it (it said port 0 and refused every Host)"
+    import re
+    p = hb(*SERVERS[kind](tmp_path, 0))
+    try:
+        line = p.stderr.readline()
+        port = int(re.search(r'http://127\.0\.0\.1:(\d+)', line).group(1))
+        assert port != 0, line
+        wait_listening(p, port)
+        r = httpx.get(f'http://127.0.0.1:{port}/' if kind == 'serve' else f'http://127.0.0.1:{port}/mcp', timeout=30)
+        assert r.status_code != 421, r.text  # the Host the server named is its own
+        assert (r.status_code == 200) if kind == 'serve' else r.status_code in (400, 405, 406), (r.status_code, r.text)
+    finally:
+        p.terminate(); p.wait(30)
+
+@pytest.mark.parametrize('kind', SERVERS)
+def test_a_port_outside_the_range_is_refused(tmp_path, kind):
+    p = hb(*SERVERS[kind](tmp_path, 65537))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and 'argument --port: 65537: a port is a number from 1 to 65535' in err, err
+
+@pytest.mark.parametrize('kind', SERVERS)
 def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind):
     port = free_port()
     p = hb(*SERVERS[kind](tmp_path, port))

@@ -32,7 +32,7 @@ from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import make_kernel, run_info
 from ..engine import Engine
-from .options import add_kernel_args, bind, run_quietly
+from .options import add_kernel_args, bind, port_number, positive_seconds, run_quietly
 from .security import Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
@@ -1413,13 +1413,13 @@ def mcp_parser() -> argparse.ArgumentParser:
     p.add_argument('--root', default='.', help='folder holding the notebooks (default: the current folder)')
     p.add_argument('--transport', choices=['stdio', 'http'], default='stdio', help='stdio (default) or streamable HTTP')
     p.add_argument('--host', default='127.0.0.1', help='HTTP: address to bind (default 127.0.0.1)')
-    p.add_argument('--port', type=int, default=8765, help='HTTP: port (default 8765)')
+    p.add_argument('--port', type=port_number, default=8765, help='HTTP: port (default 8765)')
     p.add_argument('--token', default=None, help='HTTP: require "Authorization: Bearer TOKEN" (default: $HEADLESNB_MCP_TOKEN; required off loopback)')
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='HTTP: also accept this Host name (repeatable; * for any)')
     p.add_argument('--no-images', action='store_true', help='send image outputs as one-line notes, not MCP images')
     p.add_argument('--tools', default='all', metavar='GROUPS', help=f"tool groups to offer, comma-separated: {', '.join(GROUPS)} (default: all)")
     p.add_argument('--notebook', '--document-id', default=None, metavar='PATH', help="start with this notebook (under --root) open and active, named after its file (jupyter-mcp-server's --document-id)")
-    p.add_argument('--timeout', type=float, default=120.0, help='default seconds a run may take when a tool says timeout=0 and no wait (default 120, as jupyter-mcp-server)')
+    p.add_argument('--timeout', type=positive_seconds, default=120.0, help='default seconds a run may take when a tool says timeout=0 and no wait (default 120, as jupyter-mcp-server)')
     p.add_argument('--no-durable', action='store_true', help='answer before changes are on disk (faster; a crash loses the last acknowledged edits)')
     p.add_argument('--code-map', choices=['auto', 'on', 'off'], default='auto',
                    help="the workspace's STRUCTURAL_VIEW: auto maps a root that holds code (up to 50,000 code files) from the first request; off until a workspace asks")
@@ -1478,9 +1478,10 @@ def mcp_main(argv=None):
         print(f"headlesnb mcp: serving {root} over stdio", file=sys.stderr, flush=True)
         return run_quietly(lambda: srv.run('stdio'))
     import uvicorn
-    server = uvicorn.Server(uvicorn.Config(http_app(srv, a.host, token, a.port, a.allow_host), log_level='warning', lifespan='on'))
     sock = bind('headlesnb mcp', a.host, a.port)  # listening from here: the line below says so at once
-    print(f"headlesnb mcp: serving {root} at http://{bracket(a.host)}:{a.port}/mcp (streamable HTTP)"
+    port = sock.getsockname()[1]  # (--port 0: the one the system chose)
+    server = uvicorn.Server(uvicorn.Config(http_app(srv, a.host, token, port, a.allow_host), log_level='warning', lifespan='on'))
+    print(f"headlesnb mcp: serving {root} at http://{bracket(a.host)}:{port}/mcp (streamable HTTP)"
           + ("; clients send Authorization: Bearer <token>" if token else ''), file=sys.stderr, flush=True)
     return run_quietly(lambda: server.run(sockets=[sock]))
 

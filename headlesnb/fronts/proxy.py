@@ -276,7 +276,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return b''.join(parts)
         elif n is None or int(n) <= MAX_REQUEST: return self.rfile.read(int(n)) if n else b''
         self.close_connection = True
-        self.api_error(413, f'request body over {MAX_REQUEST:,} bytes', 'request_too_large')
+        self.api_error(413, f'headlesnb proxy: a request body over {MAX_REQUEST:,} bytes', 'request_too_large')
         return None
 
 # %% ../../nbs/24_fronts.proxy.ipynb #a0e55143
@@ -471,17 +471,18 @@ def setup_proxy_main(root='.', port:int=8787) -> int:
 TOKEN_ENV = 'HEADLESNB_PROXY_TOKEN'
 
 def proxy_parser() -> argparse.ArgumentParser:
+    from headlesnb.fronts.options import port_number, positive_seconds
     p = argparse.ArgumentParser(prog='headlesnb proxy', description='Anthropic Messages API proxy on 127.0.0.1 that puts the workspace of '
                                 'a root folder into every request of Claude Code or any Anthropic SDK client (ANTHROPIC_BASE_URL)')
     p.add_argument('--root', default='.', help='the folder whose workspace is added (default: the current folder)')
     p.add_argument('--workspace', default='default', metavar='NAME', help='the workspace to add (default: default, as headlesnb mcp uses)')
-    p.add_argument('--port', type=int, default=8787, help='port (default 8787)')
+    p.add_argument('--port', type=port_number, default=8787, help='port (default 8787)')
     p.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1; another one needs --token)')
     p.add_argument('--upstream', default=DEFAULT_UPSTREAM, help=f'the API to forward to (default {DEFAULT_UPSTREAM})')
     p.add_argument('--token', default=None, help=f'require this token in the X-Headlesnb-Token header (default: ${TOKEN_ENV}; required off loopback)')
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='also accept this Host name (repeatable)')
     p.add_argument('--log-requests', default=None, metavar='DIR', help='write every exchange into DIR as JSON, keys redacted (default: off)')
-    p.add_argument('--timeout', type=float, default=600.0, help='seconds to wait for the upstream (default 600)')
+    p.add_argument('--timeout', type=positive_seconds, default=600.0, help='seconds to wait for the upstream (default 600)')
     p.add_argument('--code-map', choices=['auto', 'on', 'off'], default='auto',
                    help="the workspace's STRUCTURAL_VIEW: auto maps a root that holds code (up to 50,000 code files) from the first request; off until the workspace asks")
     return p

@@ -13,7 +13,7 @@ from pathlib import Path
 import headlesnb
 from ..errors import HeadlesnbError, BadArgumentError
 from ..utils import die_with_parent
-from .options import add_remote_args
+from .options import add_remote_args, positive_seconds
 from .run_io import is_url, local_path, redact, text_sink, check_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name
 
 log = logging.getLogger('headlesnb.fronts.run')  # (the run's logger, run_exec's, by its name)
@@ -29,12 +29,6 @@ class _OnOff(argparse.Action):
         super().__init__(list(option_strings) + list(off), dest, nargs=0, default=default, help=help)
     def __call__(self, parser, ns, values, option_string=None): setattr(ns, self.dest, option_string not in self.off)
     def format_usage(self): return ' | '.join(self.option_strings)
-
-def _positive(s:str) -> float:
-    try: v = float(s)
-    except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not a number of seconds") from None
-    if not v > 0: raise argparse.ArgumentTypeError(f"{s!r}: must be more than 0")
-    return v
 
 def _count(s:str) -> int:
     try: v = int(s)
@@ -98,8 +92,8 @@ def run_parser() -> argparse.ArgumentParser:
     a('--stderr-file', metavar='FILE', help="write the notebook's stderr to FILE (- for standard output)")
     a('--log-level', choices=['NOTSET', 'DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'], default=None,
       help='level of the run\'s log messages on stderr (default: WARNING; INFO with --log-output)')
-    a('--start-timeout', '--start_timeout', type=_positive, default=60, metavar='S', help='seconds to wait for the kernel to start (default: 60)')
-    a('--execution-timeout', '--timeout', dest='execution_timeout', type=_positive, default=None, metavar='S',
+    a('--start-timeout', '--start_timeout', type=positive_seconds, default=60, metavar='S', help='seconds to wait for the kernel to start (default: 60)')
+    a('--execution-timeout', '--timeout', dest='execution_timeout', type=positive_seconds, default=None, metavar='S',
       help='seconds allowed per cell; the cell is interrupted and the run fails (default: no limit). In-process, a cell '
            'blocked in C code cannot be interrupted: the run is killed 3 s later (exit 137); -k python3 kills only its kernel')
     a('--report-mode', action=_OnOff, off=['--no-report-mode'], default=False, help='hide the input of code cells in the output (default: off)')
@@ -107,7 +101,7 @@ def run_parser() -> argparse.ArgumentParser:
     a('--cells', metavar='SPEC', help="run only these cells, in notebook order: 0-based indices, ranges and ids, e.g. 0-3,7,id:ab12cd34 "
       "(the parameters always apply; the others keep their old outputs) (default: all)")
     a('--skip-tag', action='append', default=[], metavar='TAG', help='do not run the cells tagged TAG; they keep their old outputs (repeatable)')
-    a('--total-timeout', type=_positive, default=None, metavar='S',
+    a('--total-timeout', type=positive_seconds, default=None, metavar='S',
       help='seconds allowed for the whole run: past them the running cell is stopped, the outputs so far are written, exit 124 (default: no limit)')
     a('--summary', metavar='FILE', help="write one JSON object per notebook to FILE (- for standard output): status, exit code, seconds "
       "per cell, the failing cell and its error, and the scrapbook scraps by name")

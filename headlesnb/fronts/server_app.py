@@ -25,7 +25,7 @@ from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
 from ..dialog import cell2msg
 from ..engine import Engine
-from .options import add_kernel_args, bind, run_quietly
+from .options import add_kernel_args, bind, port_number, run_quietly
 from .security import *
 from ..agents.tree import AgentManager, LIVE, NEEDS_INPUT, GLYPHS, shown_status
 from .server import *
@@ -705,7 +705,7 @@ def serve_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='headlesnb serve', description='Serve headlesnb dialogs to the dialoghelper client and to browsers')
     p.add_argument('--root', default='.', help='folder holding the dialogs (default: the current folder)')
     p.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1; any other needs a token)')
-    p.add_argument('--port', type=int, default=5001, help='port (default 5001, as dialoghelper expects)')
+    p.add_argument('--port', type=port_number, default=5001, help='port (default 5001, as dialoghelper expects)')
     p.add_argument('--token', default=None, help=f'require this token on every request (default: ${TOKEN_ENV}; required off loopback)')
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='also accept this Host name (repeatable; * for any)')
     p.add_argument('--max-body-mb', type=float, default=MAX_BODY / 2**20, help='largest request body in MB (default 32)')
@@ -724,24 +724,25 @@ def serve_main(argv=None):
     if not is_loopback(a.host) and not token:
         sys.exit(f"headlesnb serve: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
                  f"Pass --token (or set {TOKEN_ENV}), or bind 127.0.0.1")
+    sock = bind('headlesnb serve', a.host, a.port)
+    port = sock.getsockname()[1]  # (--port 0: the one the system chose)
     try:
         engine = Engine(a.root, durable=not a.no_durable, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token,
                         agent_host='process')  # its dialog agents outlive it, and resume if they die with it
-        app = build_app(engine=engine, host=a.host, port=a.port, token=token, allow_hosts=a.allow_host, max_body=int(a.max_body_mb * 2**20),
+        app = build_app(engine=engine, host=a.host, port=port, token=token, allow_hosts=a.allow_host, max_body=int(a.max_body_mb * 2**20),
                         close_engine=True)
     except HeadlesnbError as e: sys.exit(f"headlesnb serve: {e}")
-    sock = bind('headlesnb serve', a.host, a.port)
-    point_client(a.port)
-    server = uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level, access_log=False,
+    point_client(port)
+    server = uvicorn.Server(uvicorn.Config(app, host=a.host, port=port, log_level=a.log_level, access_log=False,
                                            timeout_graceful_shutdown=3, lifespan='on'))
     exit_ = server.handle_exit
     def handle_exit(sig, frame):
         app.state.dh.stop_waiting()  # end event streams and waits for browsers, so that shutdown need not wait for them
         exit_(sig, frame)
     server.handle_exit = handle_exit
-    url = f"http://{bracket(a.host)}:{a.port}"
+    url = f"http://{bracket(a.host)}:{port}"
     print(f"headlesnb serve: serving dialogs under {app.state.dh.dm.root} at {url}: open {url}/ in a browser; "
-          f"dialoghelper clients use port {a.port}" + (f" (token required: visit {url}/?token=... once)" if token else ''), file=sys.stderr, flush=True)
+          f"dialoghelper clients use port {port}" + (f" (token required: visit {url}/?token=... once)" if token else ''), file=sys.stderr, flush=True)
     return run_quietly(lambda: server.run(sockets=[sock]))
 
 # %% ../../nbs/23b_fronts.server_app.ipynb #cc1b4197

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
+from ..paths import check_in_root, check_writable
 from ..utils import check_int, check_str, read_regular
 from ..document import atomic_write, _sig
 from ..history import Command, History
@@ -61,16 +62,21 @@ class Split:
 # %% ../../nbs/14b_workspace.editors.ipynb #f0fbd156
 class Editor:
     "A file open for editing: its lines, undo history and viewport (None: the whole file); edits go to disk at once"
-    def __init__(self, id:str, full:Path, rel:str, history_size:int=100, max_bytes:int=10_000_000):
-        self.id, self.full, self.rel, self.max_bytes = id, Path(full), rel, max_bytes
+    def __init__(self, id:str, full:Path, rel:str, history_size:int=100, max_bytes:int=10_000_000, root:Path|None=None):
+        self.id, self.full, self.rel, self.max_bytes, self.root = id, Path(full), rel, max_bytes, root
         self.start = self.end = None
         self.history, self.splits = EditorHistory(history_size), {}
         self.hidden, self.conflict, self.version, self.changes = False, None, 0, []
         self.load()
         self.baseline = self.sha
 
+    def confined(self):
+        "PathOutsideRootError when the file, or a folder on its way, is a symlink now (with a `root`: checked before each read and write)"
+        if self.root is not None: check_in_root(self.root, self.full, 'file')
+
     def load(self):
         "Read the file (again)"
+        self.confined()
         text, sig, data = read_text(self.full, self.rel, self.max_bytes, strict=True)
         self.lines, self.bom, self.sig, self.sha = split_lines(text), data.startswith(codecs.BOM_UTF8), sig, _sha(data)
         self.nl = '\r\n' if self.lines and self.lines[0].endswith('\r\n') else '\n'
@@ -80,7 +86,8 @@ class Editor:
     def dirty(self) -> bool: return self.sha != self.baseline
 
     def changed_on_disk(self) -> str|None:
-        "'changed' or 'deleted' when someone else changed the file since we last read or wrote it"
+        "'changed' or 'deleted' when someone else changed the file since we last read or wrote it (PathOutsideRootError: see `confined`)"
+        self.confined()
         try: st = os.stat(self.full)
         except FileNotFoundError: return 'deleted'
         if self.sig is not None and _sig(st) == self.sig: return None
@@ -90,8 +97,10 @@ class Editor:
         return 'changed'
 
     def write(self, lines:list):
-        "Write `lines` to the file atomically and remember what we wrote"
+        "Write `lines` to the file atomically and remember what we wrote; refused, writing nothing, through a symlink or to a read-only file"
         data = (codecs.BOM_UTF8 if self.bom else b'') + ''.join(lines).encode('utf-8')
+        self.confined()
+        check_writable(self.full)
         try:
             atomic_write(self.full, data)
             st = os.stat(self.full)
@@ -133,7 +142,7 @@ def open_editor(self:Workspace, file_path:str, start:int|None=None, end:int|None
         if ed is not None:
             if start is None and end is None: return dict(id=ed.id, path=ed.rel, lines=len(ed.lines), existing=True)
             return self.split(ed.id, start, end) | dict(existing=True)
-        ed = Editor('', full, self.rel(full), self.mgr.history_size, self.mgr.max_file_bytes)
+        ed = Editor('', full, self.rel(full), self.mgr.history_size, self.mgr.max_file_bytes, self.root)
         ed.start, ed.end = self._view(ed, start, end)
         ed.id = self._new_id('e')
         self.editors[ed.id] = ed
@@ -153,14 +162,19 @@ def split(self:Workspace, editor_id:str, start:int|None=None, end:int|None=None)
 
 @patch
 def _sync_editor(self:Workspace, ed:Editor) -> str|None:
-    "Catch up with the file on disk: 'reloaded' (clean editor), 'conflict' (dirty one), or None"
+    "Catch up with the file on disk: 'reloaded' (clean editor), 'conflict' (dirty one, or a file it cannot take now), or None"
     if ed.conflict: return None
-    what = ed.changed_on_disk()
-    if what is None: return None
-    if what == 'changed' and not ed.dirty:
-        ed.load(); ed.baseline = ed.sha; ed.history.clear()
-        self.notify(f'{ed.id}: {ed.rel} changed on disk; reloaded (the editor held no edits)')
-        return 'reloaded'
+    try:
+        what = ed.changed_on_disk()
+        if what is None: return None
+        if what == 'changed' and not ed.dirty:
+            ed.load(); ed.baseline = ed.sha; ed.history.clear()
+            self.notify(f'{ed.id}: {ed.rel} changed on disk; reloaded (the editor held no edits)')
+            return 'reloaded'
+    except HeadlesnbError as e:  # a symlink on its way, or no longer text (binary, not UTF-8, too large): the editor keeps its lines
+        ed.conflict = f'{ed.rel} cannot be edited as it is on disk now ({e}): close this editor, or put the file right and reload it'
+        self.notify(f'{ed.id}: conflict: {ed.conflict}')
+        return 'conflict'
     ed.conflict = f'{ed.rel} was {what} on disk by someone else' + (' while this editor holds edits' if ed.dirty else '')
     self.notify(f'{ed.id}: conflict: {ed.conflict}; reload_editor takes the disk version, overwrite_editor writes ours back')
     return 'conflict'
@@ -176,7 +190,7 @@ def _editable(self:Workspace, editor_id) -> Editor:
     if ed.conflict:
         self.save()
         raise ConflictError(f"editor {ed.id}: {ed.conflict}; edits are refused until you reload_editor "
-                            "(take the disk version, dropping our undo history) or overwrite_editor (write our version over theirs)")
+                            "(take the disk version, dropping our undo history), overwrite_editor (write our version over theirs) or close it")
     return ed
 
 # %% ../../nbs/14b_workspace.editors.ipynb #d34939f8
@@ -400,7 +414,7 @@ def _saved_view(d:dict) -> tuple:
 def _restore_editor(self:Workspace, e:dict):
     try:
         full = self.resolve(e['path'])
-        ed = Editor(str(e['id']), full, self.rel(full), self.mgr.history_size, self.mgr.max_file_bytes)
+        ed = Editor(str(e['id']), full, self.rel(full), self.mgr.history_size, self.mgr.max_file_bytes, self.root)
     except HeadlesnbError as err: self.notify(f"{e['id']} ({e['path']}) closed on reopen: {err}"); return
     ed.start, ed.end, ed.hidden = *_saved_view(e), bool(e['hidden'])
     if e.get('conflict') and 'text' in e:

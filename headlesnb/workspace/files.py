@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str, read_regular
+from ..utils import check_int, check_str, content_hash, read_regular
 from ..document import parse_nb
 from ..dialog import cell2msg
 from .core import *
@@ -32,9 +32,10 @@ class FileWindow:
     meta: dict = field(default_factory=dict)   # search: query, matches; cell/message: notebook/dialog, id, index, type
     hidden: bool = False
     missing: str = ''         # why the last re-read failed (the window then shows its last snapshot, if any)
-    sig: tuple|None = field(default=None, repr=False)   # stat signature at snapshot time (range and search windows)
+    sig: tuple|None = field(default=None, repr=False)   # what the snapshot was read from: the file's stat signature (range, search), the source's hash and index (cell, message)
     full: Path|None = field(default=None, repr=False)
     body: str|None = field(default=None, repr=False)    # cached rendering of the header and lines
+    seen: tuple|None = field(default=None, repr=False)  # cell, message: (source key, note) of the last look, so a render re-reads only what may have changed
 
 def _winfo(w:FileWindow) -> dict: return dict(id=w.id, kind=w.kind, path=w.path, start=w.start, end=w.end, total=w.total)
 
@@ -54,8 +55,8 @@ def _snapshot(self:Workspace, w:FileWindow, start=None, end=None):
         src, meta, full = self._read_cell(w.kind, w.meta)
         lines = text_lines(src)
         s, e = self._range(start, end, len(lines), f"{w.kind} {meta['id']}")
-        w.meta.update(meta); w.path, w.full, w.sig = self.rel(full), full, None
-    w.start, w.end, w.total, w.lines, w.missing, w.body = s, e, len(lines), lines[s - 1:e], '', None
+        w.meta.update(meta); w.path, w.full, w.sig = self.rel(full), full, (content_hash(src), meta['index'])
+    w.start, w.end, w.total, w.lines, w.missing, w.body, w.seen = s, e, len(lines), lines[s - 1:e], '', None, None
 
 @patch
 def _add_file_window(self:Workspace, kind, path, start, end, meta) -> FileWindow:
@@ -116,8 +117,8 @@ def _read_cell(self:Workspace, kind:str, meta:dict) -> tuple:
     if it is not None:
         if kind == 'cell':
             try: c = mgr.read_cell(ref, include_outputs=False, notebook_name=owner)
-            except NotFoundError:  # the model may send an index as a string
-                if not (isinstance(ref, str) and re.fullmatch(r'-?\d+', ref)): raise
+            except NotFoundError:  # the model may send an index as a string (a re-read names the cell by its id: no index then)
+                if meta.get('id') is not None or not (isinstance(ref, str) and re.fullmatch(r'-?\d+', ref)): raise
                 c = mgr.read_cell(int(ref), include_outputs=False, notebook_name=owner)
             return c['source'], dict(notebook=owner, id=c['id'], index=c['index'], type=c['cell_type']), it.path
         m = mgr.read_message(check_str(ref, 'msg_id'), dialog_name=owner)
@@ -174,9 +175,35 @@ def _render_file(self:Workspace, w:FileWindow) -> str:
             head.append(f"**matches**: {', '.join(map(str, w.meta['matches']))}")
         w.body = ('\n'.join(head), numbered(w.lines, w.start) if w.lines else '')
     head, text = w.body
-    if w.missing: head += f'\n**missing**: {w.missing} (showing the last snapshot)'
-    elif w.sig is not None and _stat_sig(w.full) != w.sig: head += '\n**stale**: the file changed on disk after this snapshot (update the window to re-read it)'
+    if note := self._news(w): head += '\n' + note
     return f'---FILE_WINDOW_{w.id}\n{head}\n' + (f'\n{text}\n' if text else '') + f'---FILE_WINDOW_{w.id}_END'
+
+@patch
+def _news(self:Workspace, w:FileWindow) -> str:
+    "A header line saying how window `w`'s source differs from its snapshot, and what to do ('' when it does not)"
+    if w.missing: return f'**missing**: {w.missing} (showing the last snapshot)'
+    if w.sig is None: return ''
+    if w.kind in ('range', 'search'):
+        if (sig := _stat_sig(w.full)) is None: return f'**deleted**: {w.path} was deleted or moved after this snapshot (showing the last snapshot; close the window, or update it once the file is back)'
+        return '' if sig == w.sig else '**stale**: the file changed on disk after this snapshot (update the window to re-read it)'
+    key = self._source_key(w)
+    if w.seen is None or w.seen[0] != key:
+        try:
+            src, meta, _ = self._read_cell(w.kind, w.meta)
+            note = f'**stale**: the {w.kind} changed after this snapshot (update the window to re-read it)' if content_hash(src) != w.sig[0] else \
+                   f"**stale**: the {w.kind} moved to index {meta['index']} (update the window to re-read it)" if meta['index'] != w.sig[1] else ''
+        except NotFoundError as e: note = f'**deleted**: {e} (showing the last snapshot; close the window)'
+        except HeadlesnbError as e: note = f'**missing**: {e} (showing the last snapshot)'
+        w.seen = key, note
+    return w.seen[1]
+
+@patch
+def _source_key(self:Workspace, w:FileWindow) -> tuple:
+    "What changes whenever the source of cell or message window `w` may have: its file's stat, and the version of its document when a manager holds it open"
+    mgr, owner = (self.mgr.notebooks, w.meta['notebook']) if w.kind == 'cell' else (self.mgr.dialogs, w.meta['dialog'])
+    try: doc = mgr.item(owner).doc if mgr is not None else None
+    except NotFoundError: doc = None
+    return _stat_sig(w.full), getattr(doc, 'version', None)
 
 @patch
 def _render_files(self:Workspace) -> str:

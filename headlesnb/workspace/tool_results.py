@@ -6,7 +6,7 @@
 __all__ = ['MAX_TOOL_OUTPUT', 'ToolWindow']
 
 # %% ../../nbs/14c_workspace.tool_results.ipynb #7b7420a7
-import functools, json, re, subprocess, time
+import contextlib, functools, json, os, re, selectors, signal, subprocess, time
 from dataclasses import dataclass, field
 from typing import Literal
 from fastcore.basics import patch
@@ -56,17 +56,46 @@ def grep(self:Workspace, pattern:str, path:str='', glob:str|None=None, regex:boo
         if not regex: args['regex'] = False
         return self.add_tool_result('grep', '\n'.join(out) or '(no matches)', args) | dict(matches=hits, files=files)
 
+def _drain(fd:int, out:bytearray, most:int=64) -> bool:
+    "Add what the non-blocking pipe `fd` holds now to `out` (at most `most` reads); False at its end (every writer gone)"
+    for _ in range(most):
+        try: b = os.read(fd, 65536)
+        except BlockingIOError: return True
+        if not b: return False
+        out += b
+    return True
+
+def _bash(command:str, cwd, timeout:float) -> tuple:
+    """Run `command` with bash in a session of its own: (output, exit status or None if it timed out, whether something it
+    started still holds the output after the shell exited). A timeout kills the whole session, not only the shell"""
+    p = subprocess.Popen(['bash', '-c', command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    out, fd, deadline = bytearray(), p.stdout.fileno(), time.monotonic() + timeout
+    os.set_blocking(fd, False)
+    with p.stdout, selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if sel.select(min(left, 0.05)) and not _drain(fd, out):  # the output's end: every writer is gone
+                try: return out, p.wait(max(0, deadline - time.monotonic())), False
+                except subprocess.TimeoutExpired: break
+            if p.poll() is not None: return out, p.returncode, _drain(fd, out)  # a background job holds the output: not waited for
+        with contextlib.suppress(ProcessLookupError): os.killpg(p.pid, signal.SIGKILL)
+        p.wait(); _drain(fd, out)
+        return out, None, False
+
 @patch
 def run_shell(self:Workspace, command:str, timeout:float=60) -> dict:
-    "Run a shell command in the root folder; its output (stdout and stderr) goes to a tool-result window"
+    "Run a shell command in the root folder; its output (stdout and stderr, as they come) goes to a tool-result window"
     check_str(command, 'command')
     if not command.strip(): raise BadArgumentError("command is empty")
-    try: p = subprocess.run(['bash', '-c', command], cwd=self.root, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b'').decode(errors='replace') + (e.stderr or b'').decode(errors='replace')
-        return self.add_tool_result('shell', out + f'\n[timed out after {timeout}s]', dict(command=command), True) | dict(exit=None)
-    out = p.stdout.decode(errors='replace') + p.stderr.decode(errors='replace')
-    return self.add_tool_result('shell', out.rstrip('\n') + f'\n[exit {p.returncode}]', dict(command=command), p.returncode != 0) | dict(exit=p.returncode)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float('inf'):
+        raise BadArgumentError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    out, status, held = _bash(command, self.root, timeout)
+    out = out.decode(errors='replace').rstrip('\n')
+    if status is None: end = f'[timed out after {timeout}s: the command and all it started were killed]'
+    else: end = f'[exit {status}]' + ('\n[a background job it started still runs: its later output is not captured, and writing it may stop the job; '
+                                      'redirect it (cmd > log 2>&1 &) to keep it]' if held else '')
+    return self.add_tool_result('shell', f'{out}\n{end}', dict(command=command), status != 0) | dict(exit=status)
 
 @patch
 def wrap_tool(self:Workspace, fn, name:str|None=None):
@@ -175,7 +204,7 @@ def close_results(self:Workspace, ids, closed:bool=True) -> dict:
             if closed: ws.closed_results.append(i)
             else: ws.closed_results.remove(i)
         if changed: ws.save()
-        return dict(changed=changed, unchanged=[i for i in ids if i not in changed])
+        return dict(changed=changed, unchanged=[i for i in ids if i not in changed], closed=list(ws.closed_results))
 
 def _tool_results(ws:Workspace):
     def tool_results(operation: Literal['close', 'reopen'],  # what to do
@@ -186,7 +215,11 @@ def _tool_results(ws:Workspace):
         r = ws.close_results(ids, operation == 'close')
         done = 'closed' if operation == 'close' else 'reopened'
         res = f"{done} {', '.join(r['changed']) or 'nothing'}"
-        return res + (f" (already {done}: {', '.join(r['unchanged'])})" if r['unchanged'] else '') + (': effective from your next request' if r['changed'] else '')
+        if r['unchanged'] and operation == 'close': res += f" (already closed: {', '.join(r['unchanged'])})"
+        elif r['unchanged']:  # never closed, or reopened already: name those that can be reopened
+            closed = ', '.join(r['closed'][:20]) + (f" and {len(r['closed']) - 20} more" if len(r['closed']) > 20 else '')
+            res += f" (not closed: {', '.join(r['unchanged'])}; closed now: {closed or 'none'})"
+        return res + (': effective from your next request' if r['changed'] else '')
     return tool_results
 
 add_part('closed_results', init=lambda ws: setattr(ws, 'closed_results', []), save=lambda ws: dict(closed_results=ws.closed_results),
