@@ -594,8 +594,9 @@ class Run:
                 last = (answer.get('errors') or [{}])[-1].get('status')
                 self.status = _STATUS.get(last, 'error') if answer['errors'] else 'ok'
             else:
-                self.status = _STATUS.get(answer['status'], answer['status'])
-                if answer['status'] == 'timeout': self.reason = 'timeout'
+                st = answer.get('status', 'ok')  # (a prompt's answer has none: it was answered, or it raised)
+                self.status = _STATUS.get(st, st)
+                if st == 'timeout': self.reason = 'timeout'
                 self.execution_count = answer.get('execution_count', self.execution_count)
                 if self.kind == 'code': self.done_outputs = answer.get('outputs') or []  # a cell's came with `_cell_ended`
         self.mgr._forget_old_runs()

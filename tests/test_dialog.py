@@ -201,3 +201,19 @@ def test_budget_is_checked_with_the_apis_token_count(root):
         sent = '\n'.join(texts(fake.requests[-1]))
         assert 'OLD-9' in sent and 'OLD-0 ' not in sent
     dm.close_all()
+
+
+def test_a_prompt_run_as_a_run_ends_ok(root):
+    "run_message on a prompt is a run like a code message's: it ends ok, waited for or polled (it raised KeyError: 'status', and a wait hung)"
+    with FakeAnthropic(replies=['first answer', 'second answer']) as fake:
+        dm = make(root, llm=AnthropicClient(api_key='test', base_url=fake.url))
+        p = dm.add_message('Say something.', 'prompt')
+        r = dm.run_message(p['id'])
+        assert r['reply'] == 'first answer' and dm.get_run(r['run_id'])['status'] == 'ok'
+        q = dm.add_message('Again.', 'prompt')
+        t0 = time.monotonic()
+        r = dm.run_message(q['id'], wait=10)
+        assert time.monotonic() - t0 < 8 and r['reply'] == 'second answer', r  # answered when it ended, not at the end of the wait
+        assert {x['run_id']: x['status'] for x in dm.list_runs()}[r['run_id']] == 'ok'
+        assert dm.read_message(q['id'])['ai_output'] == 'second answer' and 'run_error' not in dm.read_message(q['id'])['meta']
+    dm.close_all()
