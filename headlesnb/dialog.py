@@ -611,14 +611,28 @@ def run_dialog_code(self:DialogManager, src_dialog:str, dialog_name:str|None=Non
             errors.append(f"{mid}: {e.get('ename') or r['status']}: {e.get('evalue') or ''}")
     return dict(ran=len(codes), errors=errors)
 
+def _not_dialogs(folder, limit:int=3) -> list:
+    """Up to `limit` entries under `folder` (relative names) that are neither dialogs (`.ipynb`), their workspace state, nor
+    folders of those; hidden ones (`.git`) never are, as `dialog_files` lists none"""
+    bad = [folder.name] if folder.name.startswith('.') else []
+    for p in sorted(folder.rglob('*')):
+        if len(bad) >= limit: break
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith('.'): continue  # (a folder's files are judged one by one)
+        if p.name.startswith('.') or not p.name.endswith(('.ipynb', '.workspace.json')): bad.append(str(p.relative_to(folder)))
+    return bad
+
 @patch
 def remove_dialog(self:DialogManager, dialog_name:str) -> dict:
-    "Delete dialog `dialog_name` (its .ipynb and workspace state), or a folder of dialogs, closing whatever is open in it"
+    """Delete dialog `dialog_name` (its .ipynb and workspace state), or a folder holding only dialogs (and their workspace
+    state), closing whatever is open in it; a folder holding anything else is refused, nothing deleted"""
     check_name(dialog_name, 'dialog name')
     file, folder = self.resolve(f'{dialog_name}.ipynb', 'dialog path'), self.resolve(dialog_name, 'dialog path')
     if file.is_file(): target = file
     elif folder.is_dir() and folder != self.root: target = folder
     else: raise NotFoundError(f"no dialog or folder {dialog_name!r}")
+    if target.is_dir() and (bad := _not_dialogs(target)):
+        raise BadArgumentError(f"cannot delete folder {self.rel(target)!r}: it holds more than dialogs ({', '.join(bad)}{', ...' if len(bad) == 3 else ''}); "
+                               "delete its dialogs one by one, or the folder with your file manager")
     for it in list(self._items.values()):
         if it.path == target or (target.is_dir() and it.path.is_relative_to(target)): self.unuse_dialog(it.name)
     if target.is_dir(): shutil.rmtree(target)
