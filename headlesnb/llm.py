@@ -9,7 +9,7 @@ __all__ = ['USAGE_KEYS', 'EPHEMERAL', 'MAX_CACHE_BREAKPOINTS', 'DEFAULT_MODEL', 
            'ToolCall', 'LoopResult', 'tool_result_text', 'with_tail', 'run_tool_loop']
 
 # %% ../nbs/11_llm.ipynb #8d3d9874
-import copy, dataclasses, inspect, json, os, re
+import asyncio, concurrent.futures, copy, dataclasses, inspect, json, os, re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -394,6 +394,16 @@ def with_tail(messages:list, tail:str) -> list:
             return msgs
     return msgs + [{'role': 'user', 'content': [{'type': 'text', 'text': tail}]}]
 
+class _Stopped(Exception): "Raised in `run_tool_loop`'s text callback when its `stop` asks to end the request"
+
+def _awaited(res):
+    "`res`, awaited if it is awaitable (an async tool's call): on an event loop of its own (in a thread when this one runs a loop)"
+    if not inspect.isawaitable(res): return res
+    async def wait(): return await res
+    try: asyncio.get_running_loop()
+    except RuntimeError: return asyncio.run(wait())
+    with concurrent.futures.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, wait()).result()
+
 def _run_call(block, tools, call_tool, max_result) -> ToolCall:
     name, inp = block.get('name'), block.get('input') or {}
     tc = ToolCall(block.get('id'), name, inp, '', False)
@@ -408,7 +418,7 @@ def _run_call(block, tools, call_tool, max_result) -> ToolCall:
                 kw = coerce_inputs(fn, inp)
             except Exception: kw = inp
             res = fn(**kw)
-        tc.result = tool_result_text(res, max_result)
+        tc.result = tool_result_text(_awaited(res), max_result)
     except Exception as e: tc.result, tc.is_error = tool_result_text(f'{type(e).__name__}: {e}', max_result), True
     return tc
 
@@ -431,31 +441,47 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
                   tail:Callable[[], str]|None=None,  # text appended to the last user turn of every request
                   thinking=None,
                   call_tool:Callable[[str, Any, dict], Any]|None=None,  # runs a call instead of `fn(**input)`
-                  max_result:int=MAX_TOOL_RESULT) -> LoopResult:
-    "Complete `messages`, running the tools the model calls, until it stops calling them or `max_rounds` is hit"
+                  max_result:int=MAX_TOOL_RESULT,
+                  stop:Callable[[], bool]|None=None) -> LoopResult:  # asked between streamed text chunks and rounds: True ends the loop
+    """Complete `messages`, running the tools the model calls, until it stops calling them, `max_rounds` is hit, or `stop()`
+    (stop reason 'interrupted': the text streamed so far is kept as the last round, tools it called are not run)"""
     if max_rounds < 1: raise BadArgumentError(f'max_rounds must be at least 1, got {max_rounds}')
     tools = _tool_dict(tools)
     schemas = [tool_schema(fn, name=n) for n, fn in tools.items()] or None
-    transcript, rounds, calls, total = [], [], [], empty_usage()
+    transcript, rounds, calls, total, said = [], [], [], empty_usage(), []
+    def text(t):  # a streamed chunk: shown, kept, and where a stop asked for ends the request
+        said.append(t)
+        if on_text: on_text(t)
+        if stop(): raise _Stopped()
+    reply = None
     while True:
+        if stop and stop(): break
         req = list(messages) + transcript
         if tail is not None and (t := tail()): req = with_tail(req, t)
-        try: reply = client.complete(system, req, schemas, on_text=on_text, thinking=thinking)
+        said.clear()
+        try: reply = client.complete(system, req, schemas, on_text=text if stop else on_text, thinking=thinking)
+        except _Stopped:
+            rounds.append(dict(content=[{'type': 'text', 'text': ''.join(said)}] if ''.join(said).strip() else [],
+                               tool_calls=[], stop_reason='interrupted', usage=empty_usage()))
+            break
         except LLMError as e:
             e.partial = LoopResult(None, rounds, calls, transcript)  # what was done before the failure
             raise
         add_usage(total, reply.usage)
         if reply.content: transcript.append({'role': 'assistant', 'content': reply.content})
-        uses, stop = reply.tool_uses, reply.stop_reason
+        uses, why = reply.tool_uses, reply.stop_reason
         last = len(rounds) + 1 >= max_rounds
-        if last and uses:
-            round_calls = [ToolCall(b.get('id'), b.get('name'), b.get('input') or {},
-                                    f'not run: the tool loop stopped after max_rounds={max_rounds} requests', True) for b in uses]
-            stop = 'max_rounds'
+        halted = bool(uses) and stop is not None and stop()
+        if (last or halted) and uses:
+            not_run = 'the prompt was interrupted' if halted else f'the tool loop stopped after max_rounds={max_rounds} requests'
+            round_calls = [ToolCall(b.get('id'), b.get('name'), b.get('input') or {}, f'not run: {not_run}', True) for b in uses]
+            why = 'interrupted' if halted else 'max_rounds'
         else: round_calls = [_run_call(b, tools, call_tool, max_result) for b in uses]
         if round_calls: transcript.append({'role': 'user', 'content': [_result_block(tc) for tc in round_calls]})
         rounds.append(dict(content=reply.content, tool_calls=round_calls, stop_reason=reply.stop_reason, usage=reply.usage))
         calls += round_calls
-        if not uses or last: break
-    final = dataclasses.replace(reply, usage=total, stop_reason=stop)
+        if not uses or last or halted:
+            return LoopResult(dataclasses.replace(reply, usage=total, stop_reason=why), rounds, calls, transcript)
+    content = rounds[-1]['content'] if rounds and rounds[-1]['stop_reason'] == 'interrupted' else []
+    final = LLMReply(reply_text(content), content, 'interrupted', total, reply.model if reply else client.model)
     return LoopResult(final, rounds, calls, transcript)

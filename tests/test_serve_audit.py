@@ -200,3 +200,19 @@ def test_output_frames_run_scripts_and_inline_handlers_in_an_opaque_origin(tmp_p
         top.goto(f'{base(http)}/_frame')
         assert top.evaluate('origin') == 'null'
         top.close()
+
+
+def test_a_refused_handshake_or_token_says_one_thing_to_do(tmp_path):
+    "A refused websocket handshake leaves one log line (uvicorn added an ERROR line after each); a POST without the token names a page to open, not itself"
+    import asyncio, websockets.exceptions
+    root = tmp_path / 'root'; root.mkdir()
+    with serve(root, '--token', 't') as (http, log):
+        async def handshake():
+            with pytest.raises(websockets.exceptions.InvalidStatus):
+                async with websockets.connect(f"ws://127.0.0.1:{http.base_url.port}/wsx", origin='http://evil.example'): pass
+        asyncio.run(handshake())
+        r = http.post('/list_dialogs_')
+        assert r.status_code == 401 and 'open /?token=TOKEN once in the browser' in r.json()['error'], r.text
+        time.sleep(0.5)
+        lines = [l for l in log.read_text().splitlines() if 'WEBSOCKET' in l or 'ASGI' in l]
+        assert len(lines) == 1 and 'refused WEBSOCKET /wsx (403)' in lines[0], lines

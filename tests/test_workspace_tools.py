@@ -34,14 +34,14 @@ def gone_within(pid: int, seconds: float) -> bool:
 def test_timeout_kills_the_command_and_what_it_started(ws, tmp_path):
     # the sleep is bash's child: the old run_shell killed bash only, and the sleep ran on, reparented to PID 1
     t = time.monotonic()
-    r = ws.run_shell("sh -c 'echo $$ > sleep.pid; exec sleep 30'; echo done", timeout=1)
+    r = ws.run_shell("echo before; sh -c 'echo $$ > sleep.pid; exec sleep 30'; echo done", timeout=1)
     took = time.monotonic() - t
     pid = int((tmp_path / 'sleep.pid').read_text())
     try:
         assert r['exit'] is None and r['is_error'] and took < 10, (r, took)
         assert gone_within(pid, 5), f'sleep {pid} still runs after the timeout'
         out = ws.tool_windows[r['id']].output
-        assert out.endswith('[timed out after 1s: the command and all it started were killed]') and 'done' not in out, out
+        assert out == 'before\n[timed out after 1s: the command and all it started were killed]', out
     finally:
         if alive(pid): os.kill(pid, signal.SIGKILL)
 

@@ -8,7 +8,7 @@ __all__ = ['MAX_BODY', 'TOKEN_ENV', 'LOOPBACK_NAMES', 'FRAME_PATH', 'FRAME_CSP',
            'sanitize_html', 'render_markdown', 'script_hash', 'frame_doc', 'frame_slot', 'page_csp']
 
 # %% ../../nbs/21a_fronts.security.ipynb #736e7845
-import functools, hashlib, hmac, html, json, os, re, secrets, sys
+import functools, hashlib, hmac, html, json, logging, os, re, secrets, sys, threading
 from base64 import b64encode
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -148,9 +148,25 @@ async def _reply(send, status:int, msg:str, headers=()):
                 'headers': [(b'content-type', b'application/json'), (b'content-length', str(len(body)).encode()), *headers, *_SAFE_HEADERS]})
     await send({'type': 'http.response.body', 'body': body})
 
+class _RefusedHandshakes(logging.Filter):
+    """uvicorn's websockets-sansio protocol logs 'ASGI callable returned without completing handshake.' after a handshake
+    refused with an HTTP answer (its own extension for that): one such line is dropped per refusal, which the guard logged already"""
+    LINE = 'ASGI callable returned without completing handshake.'
+    def __init__(self): super().__init__(); self.pending, self.mu = 0, threading.Lock()
+    def filter(self, record) -> bool:
+        if record.getMessage() != self.LINE: return True
+        with self.mu:
+            if not self.pending: return True
+            self.pending -= 1
+            return False
+
+_REFUSED_WS = _RefusedHandshakes()
+logging.getLogger('uvicorn.error').addFilter(_REFUSED_WS)
+
 async def _refuse_ws(scope, send, status:int, msg:str):
     "Refuse a websocket handshake with an HTTP answer (where the server can send one), else a close"
     if 'websocket.http.response' in (scope.get('extensions') or {}):
+        with _REFUSED_WS.mu: _REFUSED_WS.pending += 1
         body = json.dumps({'error': msg}).encode()
         await send({'type': 'websocket.http.response.start', 'status': status,
                     'headers': [(b'content-type', b'application/json'), (b'content-length', str(len(body)).encode())]})
@@ -166,7 +182,8 @@ async def __call__(self:Guard, scope, receive, send):
     if bad is None and self.token:
         given, where = _given_token(scope, h, self.cookie)
         if not self.token_ok(given):
-            bad = 401, (f"this server needs its token: send 'Authorization: Bearer TOKEN', or open {scope.get('path', '/')}?token=TOKEN once in the browser"
+            page = scope.get('path', '/') if scope.get('method') in ('GET', 'HEAD') else '/'  # (a POST endpoint is no page to open)
+            bad = 401, (f"this server needs its token: send 'Authorization: Bearer TOKEN', or open {page}?token=TOKEN once in the browser"
                         if given is None else "wrong token")
         elif where == 'query' and scope['type'] == 'http' and scope['method'] in ('GET', 'HEAD'):
             # a first visit with ?token=: keep it in a cookie for this server, and take it out of the address bar

@@ -680,11 +680,16 @@ def module_loc(self:CodeMap, fid:int, line:int) -> str|None:
 
 def _bare(name:str) -> str: return re.split(r'[./]', name.strip().replace('::', '.'))[-1]
 
+def _symbol_name(name) -> str:
+    "`name` stripped, with `::` as `.`; BadArgumentError unless it ends in a name (`foo`, `Class.method`, `module.foo`)"
+    n = check_str(name, 'name').strip().replace('::', '.')
+    if not _bare(n): raise BadArgumentError(f"{name!r} is not a symbol name: give one such as foo, Class.method or module.foo")
+    return n
+
 @patch
 def lookup(self:CodeMap, name:str) -> list:
     "Rows of the symbols `name` names: a qualified name, its tail (`Class.method`), or a bare name"
-    if not isinstance(name, str) or not name.strip(): raise BadArgumentError("name must be a non-empty string")
-    name = name.strip().replace('::', '.')
+    name = _symbol_name(name)
     with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.name=?', (_bare(name),)).fetchall()
     if self._shadow:  # nbdev: the notebook's symbol, not its copy in the module (a symbol only the module has stays)
         nb = {self._qname(r[1], r[2]) for r in rows if r[1] not in self._shadow}
@@ -750,8 +755,7 @@ def references(self:CodeMap, name:str, kinds=(0, 1, 2, 3), limit:int=1000) -> li
     """Where `name` is used: dicts (path, line, loc, kind, scope), matched by name as aider and ctags match them (every
     use of an identifier spelled so); `kinds` are indices of `REF_KINDS`; a line used several ways is listed once.
     nbdev: a use in an exported cell is listed at the notebook's cell, with its `module` line (not twice)"""
-    bare = _bare(check_str(name, 'name'))
-    if not bare: raise BadArgumentError("name must be a non-empty string")
+    bare = _bare(_symbol_name(name))
     out = {}
     for fid, kind, lines in self._rows(f"SELECT file, kind, lines FROM refs WHERE name=? AND kind IN ({','.join('?' * len(kinds))})", (bare, *kinds)):
         if fid in self._shadow: continue

@@ -8,14 +8,14 @@ __all__ = ['STATE_SUFFIX', 'SECTIONS', 'DEFAULT_BUDGETS', 'TOOL_NAMES', 'WINDOW_
            'numbered', 'read_text', 'Workspace', 'WorkspaceManager', 'model_int']
 
 # %% ../../nbs/14_workspace.core.ipynb #689120bb
-import fnmatch, hashlib, importlib, json, os, re, stat, threading, time
+import fnmatch, hashlib, importlib, json, os, re, stat, threading, time, weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 from fastcore.basics import patch
 from ..errors import *
-from ..paths import check_name
+from ..paths import check_name, check_in_root
 from ..document import atomic_write, _sig
 from ..utils import check_int, check_str, id_list, estimate_tokens, SafePattern, read_regular
 from ..context import render_sections
@@ -135,6 +135,7 @@ class Workspace:
         self.mgr, self.name, self.path, self.root = mgr, name, Path(path), mgr.root
         self.dialog = None  # the dialog this workspace belongs to, if any
         self.lock, self.save_error = threading.RLock(), None
+        self._unlock = None  # lets go of the lock that makes this process the state file's one writer (see `_hold`)
         self.budgets, self.notifications = dict(mgr.budgets), deque(maxlen=mgr.max_notifications)
         self._next, self._note_n = 1, 0
         for w in WINDOWS.values(): setattr(self, w.attr, {})
@@ -201,14 +202,54 @@ class WorkspaceManager(BaseManager):
         self._attached = []
         self.code_map = code_map  # STRUCTURAL_VIEW: None maps a root holding code (up to structure.MAX_FILES code files), True any, False none unasked
 
-    def _new_doc(self, path): return Workspace(self, None, path)  # written on its first change
+    def _new_doc(self, path): return Workspace(self, None, path)  # read by `_prepare`, once it is ours; written on its first change
+    _load_doc = _new_doc
     def _new_history(self): return None  # each editor has its own
-    def _prepare(self, it): it.doc.name = it.name
 
-    def _load_doc(self, path):
-        ws = Workspace(self, None, path)
-        ws._restore()
-        return ws
+    def _prepare(self, it):
+        "Hold the workspace for this process (`_hold`), then read its state file if it has one: what its last writer left"
+        ws = it.doc
+        ws.name = it.name
+        ws._hold()
+        try:
+            if ws.path.exists(): ws._restore()
+        except BaseException: ws._release(); raise
+
+# %% ../../nbs/14_workspace.core.ipynb #512ecc9e
+try: import fcntl
+except ImportError: fcntl = None  # (Windows: no lock; one process per workspace is then up to you)
+
+@patch
+def _hold(self:Workspace):
+    "Lock the state file for this process until `_release` (or the process's end): ConflictError naming the process that holds it"
+    if fcntl is None: return
+    lock, fd = self.path.with_name(f'.{self.path.name}.lock'), None
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0), 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        held = isinstance(e, BlockingIOError)
+        pid = os.pread(fd, 20, 0).decode('ascii', 'replace').strip() if held else ''
+        if fd is not None: os.close(fd)
+        if not held: raise BadArgumentError(f"cannot open workspace {self.name!r}: cannot lock {self.rel(lock)}: {e.strerror or e}") from None
+        who = 'another WorkspaceManager of this process' if pid == str(os.getpid()) else f"another process (pid {pid or 'unknown'})"
+        raise ConflictError(f"workspace {self.name!r} ({self.rel(self.path)}) is open in {who}, and only one may change it: use another "
+                            "workspace name (headlesnb mcp --workspace NAME), or close it there (close_workspace, or stop that process) first") from None
+    os.ftruncate(fd, 0); os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)  # who holds it, for the message above
+    self._unlock = weakref.finalize(self, os.close, fd)  # (a workspace dropped unclosed lets go when it is collected)
+
+@patch
+def _release(self:Workspace):
+    "Let go of the lock `_hold` took (nothing if none)"
+    if self._unlock is not None: self._unlock(); self._unlock = None
+
+@patch
+def _close(self:WorkspaceManager, name:str|None=None):
+    "Save and forget a workspace (`BaseManager._close`), then let go of its lock: another process may open it now"
+    it = BaseManager._close(self, name)
+    it.doc._release()
+    return it
 
 # %% ../../nbs/14_workspace.core.ipynb #690884e2
 @patch
@@ -385,9 +426,11 @@ def _state(self:Workspace) -> dict:
 
 @patch
 def save(self:Workspace, force:bool=False) -> bool:
-    "Write the state file now (every change does; `force` changes nothing: nothing is ever held back)"
+    "Write the state file now (every change does; `force` changes nothing: nothing is ever held back); never through a symlink"
     with self.lock:
         data = json.dumps(self._state(), indent=1, ensure_ascii=False).encode()
+        try: check_in_root(self.path.parent, self.path, 'workspace state')  # still itself (it was in the root when opened)
+        except PathOutsideRootError as e: self.save_error = str(e); raise
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, data)

@@ -72,16 +72,20 @@ def _bash(command:str, cwd, timeout:float) -> tuple:
                          stderr=subprocess.STDOUT, start_new_session=True)
     out, fd, deadline = bytearray(), p.stdout.fileno(), time.monotonic() + timeout
     os.set_blocking(fd, False)
-    with p.stdout, selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while (left := deadline - time.monotonic()) > 0:
-            if sel.select(min(left, 0.05)) and not _drain(fd, out):  # the output's end: every writer is gone
-                try: return out, p.wait(max(0, deadline - time.monotonic())), False
-                except subprocess.TimeoutExpired: break
-            if p.poll() is not None: return out, p.returncode, _drain(fd, out)  # a background job holds the output: not waited for
-        with contextlib.suppress(ProcessLookupError): os.killpg(p.pid, signal.SIGKILL)
-        p.wait(); _drain(fd, out)
-        return out, None, False
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while (left := deadline - time.monotonic()) > 0:
+                if sel.select(min(left, 0.05)) and not _drain(fd, out):  # the output's end: every writer is gone
+                    with contextlib.suppress(subprocess.TimeoutExpired): return out, p.wait(max(0, deadline - time.monotonic())), False
+                    break
+                if p.poll() is not None: return out, p.returncode, _drain(fd, out)  # a background job holds the output: not waited for
+        return out, None, False  # timed out (what it printed last is added to `out` below)
+    finally:
+        if p.returncode is None:  # timed out, or this thread was interrupted: the command and all it started are killed
+            with contextlib.suppress(ProcessLookupError): os.killpg(p.pid, signal.SIGKILL)
+            p.wait(); _drain(fd, out)
+        p.stdout.close()
 
 @patch
 def run_shell(self:Workspace, command:str, timeout:float=60) -> dict:
