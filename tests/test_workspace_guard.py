@@ -95,7 +95,7 @@ def test_files_swapped_under_a_running_server(swapped):
             swap()
             _check_view(await ok(s, 'workspace_view'))
             for e in ('e1', 'e2'):
-                assert 'or close it' in await err(s, 'editor', operation='replace', editor_id=e, old='OUTSIDE', new='WRITTEN')
+                assert 'cannot be edited as it is on disk now' in await err(s, 'editor', operation='replace', editor_id=e, old='OUTSIDE', new='WRITTEN')
                 assert 'a symlink was put on its way' in await err(s, 'editor', operation='overwrite', editor_id=e)
             assert 'is not UTF-8 text' in await err(s, 'editor', operation='insert', editor_id='e3', before_line=1, text='x')
     run(main)
