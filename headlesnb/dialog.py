@@ -7,7 +7,7 @@ __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg
            'apply_fields', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
-import json, re, shutil, subprocess
+import json, re, shutil, subprocess, threading
 from copy import deepcopy
 from fastcore.basics import patch
 from aidialog.dialog import Message
@@ -18,7 +18,7 @@ from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .base import BaseManager, check_wait, _began
+from .base import BaseManager, check_wait, _began, _RUN
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
 
 # %% ../nbs/13_dialog.ipynb #4ccf4cdf
@@ -515,8 +515,12 @@ def wait_idle(self:DialogManager, dialog_name:str|None=None, timeout:float=30) -
 
 @patch
 def interrupt(self:DialogManager, dialog_name:str|None=None, clear_queue:bool=True) -> dict:
-    "Stop the running message (and drop the queue)"
-    return self._interrupt(dialog_name, clear_queue)
+    "Stop the running code message and the prompts being answered (and drop the queue); `prompts`: how many were stopped"
+    it = self.item(dialog_name)
+    with it.doc.lock: prompts = list(it.state.get('prompts', ()))
+    for e in prompts: e.set()
+    r = self._interrupt(it.name, clear_queue)
+    return dict(r, interrupted=r['interrupted'] or bool(prompts), prompts=len(prompts))
 
 @patch
 def list_variables(self:DialogManager, dialog_name:str|None=None) -> list:
@@ -643,7 +647,8 @@ def remove_dialog(self:DialogManager, dialog_name:str) -> dict:
 
 # %% ../nbs/13_dialog.ipynb #a7f18be8
 _TOOL_REF = re.compile(r'&`(\w+)`')
-_CALL = '__headlesnb_ret__ = __headlesnb_call__[0](**__headlesnb_call__[1])'
+_CALL = ('__headlesnb_ret__ = __headlesnb_call__[0](**__headlesnb_call__[1])\n'  # an async tool is awaited on the kernel's own loop
+         "if __import__('inspect').isawaitable(__headlesnb_ret__): __headlesnb_ret__ = await __headlesnb_ret__")
 
 def tool_block(tc) -> str:
     "One tool call as Solveit's `json {.tool}` block"
@@ -704,29 +709,45 @@ def prompt_context(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
     it, mid, m, above = self._prompt(dialog_name, msg_id)
     return self._context(it.name, m, above)
 
+_BAD_TOOL = "the API takes tool names of 1-128 ASCII letters, digits, '_' or '-': rename the function"
+
 @patch
 def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None, on_text=None,
                    thinking:int|None=None, max_rounds:int|None=None) -> dict:
-    "Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta"
-    from headlesnb.llm import run_tool_loop
+    """Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta (a `run_error` of an earlier
+    try is cleared). `interrupt` stops it between streamed chunks or rounds: the reply so far is stored, marked `interrupted`"""
+    from headlesnb.llm import run_tool_loop, TOOL_NAME_RE
+    if max_rounds is not None: check_int(max_rounds, 'max_rounds', 1)
     it, mid, m, above = self._prompt(dialog_name, msg_id)
-    names = dict.fromkeys(_TOOL_REF.findall(m.content + ''.join(x['content'] for x in above if not x['skipped'])))
+    named = dict.fromkeys(_TOOL_REF.findall(m.content + ''.join(x['content'] for x in above if not x['skipped'])))
+    bad = {n: _BAD_TOOL for n in named if not TOOL_NAME_RE.match(n)}  # (reported, never offered: the API would refuse every request)
+    names = [n for n in named if n not in bad]
+    stop, run = threading.Event(), _RUN.get()  # set by `interrupt`; a run carrying this prompt out stops it too (`interrupt_run`)
     with it.doc.lock:
         kernel = self._kernel(it) if names else it.kernel
         it.state['current'] = mid
-    tools = {n: f for n in names if callable(f := (kernel.namespace.get(n) if kernel else None))}
-    ctx = self._context(it.name, m, above)
-    host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
-    call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, fn, args)
-    res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
-                        on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)))
+        it.state.setdefault('prompts', set()).add(stop)
+    try:
+        tools = {n: f for n in names if callable(f := (kernel.namespace.get(n) if kernel else None))}
+        ctx = self._context(it.name, m, above)
+        host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
+        call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, fn, args)
+        res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
+                            on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)),
+                            stop=lambda: stop.is_set() or (run is not None and run.stop_asked))
+    finally: it.state['prompts'].discard(stop)
     reply = reply_markdown(res.rounds)
     usage = dict(res.reply.usage, model=res.reply.model)
+    stopped = res.reply.stop_reason == 'interrupted'
+    ans = dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
+               tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],
+               missing_tools=[n for n in names if n not in tools], bad_tools=bad, stored=bool(reply) or not stopped)
+    if stopped: ans['status'] = 'interrupted'  # (as an interrupted cell's: its run ends 'interrupted')
+    if not ans['stored']: return ans  # interrupted before a word came: the prompt keeps its earlier reply
     with self.edit(it.name, strict=False) as it:
         try: cell = it.doc.cell(mid)
         except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
-        new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta={'usage': usage}, time_run=utc_now())))
+        meta = {'usage': usage, 'run_error': None, 'interrupted': True if stopped else None}  # (None: cleared)
+        new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta=meta, time_run=utc_now())))
         it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
-    return dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
-                tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],
-                missing_tools=[n for n in names if n not in tools])
+    return ans

@@ -56,3 +56,34 @@ def test_rm_dialog_refuses_folders_that_hold_more_than_dialogs(tmp_path):
         r = post(http, 'rm_dialog_', name='w/notes')
         assert r.status_code == 200 and r.json() == {'success': 'deleted "w/notes"'}, r.text
         assert not (root / 'w' / 'notes').exists() and (root / 'w' / 'src' / 'app.py').exists()
+
+
+def wait_for(cond, secs=30, what='a condition'):
+    end = time.monotonic() + secs
+    while not cond():
+        assert time.monotonic() < end, f'timed out waiting for {what}'
+        time.sleep(0.05)
+
+
+def test_serve_interrupt_stops_a_prompt(tmp_path):
+    "A prompt streaming slowly (40 text blocks, 12 s in all) is stopped by interrupt_; the reply so far is stored, marked interrupted"
+    root, words = tmp_path / 'root', [f'word{i} ' for i in range(40)]
+    text = ''.join(words)
+    root.mkdir()
+    with FakeAnthropic(replies=[[{'type': 'text', 'text': w} for w in words]], delay=0.1) as fake, serve(root, fake) as http:
+        def ok(ep, **d):
+            r = post(http, ep, **d); assert r.status_code == 200, (ep, r.text); return r.json()
+        ok('create_dialog_', name='chat')
+        assert ok('interrupt_', dlg_name='chat')['success'] == 'nothing was running'
+        pid = ok('add_relative_', dlg_name='chat', content='Tell me a story', msg_type='prompt', run='true')['id']
+        wait_for(lambda: fake.requests, what='the prompt to reach the model')
+        time.sleep(1)  # a few chunks in
+        t0 = time.monotonic()
+        r = ok('interrupt_', dlg_name='chat')
+        assert r['interrupted'] is True and r['success'] == 'stopped the prompt being answered', r
+        read = lambda: ok('read_msg_', dlg_name='chat', id_=pid, n=0)
+        wait_for(lambda: not read()['run'], 10, 'the prompt to stop')
+        assert time.monotonic() - t0 < 5  # the whole reply would take 10 s more
+        m = read()
+        assert m['meta'].get('interrupted') is True and 0 < len(m['output']) < len(text) and text.startswith(m['output'].strip()), m
+        assert ok('interrupt_', dlg_name='chat')['success'] == 'nothing was running'

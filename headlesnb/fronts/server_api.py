@@ -221,9 +221,10 @@ def restart_kernel_(self:DhServer, f:Form):
 
 @endpoint()
 def interrupt_(self:DhServer, f:Form):
-    "Stop the code dialog `dlg_name` (or `name`) runs now, and drop its queued runs"
+    "Stop the code dialog `dlg_name` (or `name`) runs now and the prompts it answers, and drop its queued runs"
     r = self.dm.interrupt(self.dialog(f.get('dlg_name') or f.get('name')))
-    what = 'interrupted the running code' if r['interrupted'] else 'nothing was running'
+    what = ("stopped the prompt being answered" if r['prompts'] else
+            'interrupted the running code' if r['interrupted'] else 'nothing was running')
     return {'success': what + (f"; dropped {r['dropped']} queued run(s)" if r['dropped'] else ''), **r}
 
 @endpoint()
