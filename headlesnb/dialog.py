@@ -162,10 +162,12 @@ class DialogManager(BaseManager):
     def _prepare(self, it):
         it.state['current'] = None
         self._reloaded(it)
+        it.state['reread'] = False
 
     def _reloaded(self, it):
         "Old prompt/reply markdown cells become prompt cells in memory (same dicts, same ids); the file is written only on an edit"
         conv_old_prompts(it.doc.nb)
+        it.state['reread'] = True  # (its undo history was cleared: `undo` says why when it runs short)
 
     def unuse_dialog(self, dialog_name:str|None=None) -> dict:
         "Save and close a dialog, freeing its kernel (queued runs are dropped)"
@@ -174,7 +176,13 @@ class DialogManager(BaseManager):
 
     def set_active_dialog(self, dialog_name:str) -> dict: return self._info(self._activate(dialog_name))
     def list_dialogs(self) -> list: return [self._info(it) for it in list(self._items.values())]
-    def undo(self, steps:int=1, dialog_name:str|None=None) -> dict: return self._undo(dialog_name, steps)
+    def undo(self, steps:int=1, dialog_name:str|None=None) -> dict:
+        try: return self._undo(dialog_name, steps)
+        except BadArgumentError as e:
+            it = self.item(dialog_name)
+            if not it.state.get('reread'): raise
+            raise BadArgumentError(f"{e} in {self.rel(it.path)}: its undo history was cleared when the file was read again "
+                                   "(it changed on disk, or was reloaded); edits made since can be undone") from None
     def redo(self, steps:int=1, dialog_name:str|None=None) -> dict: return self._redo(dialog_name, steps)
     def get_history(self, dialog_name:str|None=None) -> dict: return self._history(dialog_name)
     def clear_history(self, dialog_name:str|None=None) -> dict: return self._clear_history(dialog_name)
@@ -434,6 +442,7 @@ def toggle_heading_collapse(self:DialogManager, msg_id:str, dialog_name:str|None
 def toggle_bookmark(self:DialogManager, msg_id:str, n:int, dialog_name:str|None=None) -> dict:
     "Put bookmark `n` (1-9) on message `msg_id`, taking it off any other message; on a message that has it, take it off"
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 9: raise BadArgumentError(f"bookmark number must be 1-9, not {n!r}")
+    if not msg_id: raise BadArgumentError(f"no message id given: name the message to put bookmark {n} on (or take it off)")
     with self.edit(dialog_name) as it:
         on = cell2msg(it.doc.cell(msg_id)).bookmark != n
         ups = {c['id']: {'bookmark': 0} for c in it.doc.cells if on and c['id'] != msg_id and cell2msg(c).bookmark == n}
@@ -455,7 +464,8 @@ def _current(self:DialogManager, it, msg_id) -> str:
     "`msg_id`, or the dialog's current message"
     mid = msg_id or it.state['current']
     if mid is None: raise BadArgumentError("no msg_id given and the dialog has no current message")
-    it.doc.cell(mid)
+    try: it.doc.cell(mid)
+    except NotFoundError: raise NotFoundError(f"no message {mid!r} in dialog {it.name!r} ({self.rel(it.path)}): find_messages lists their ids") from None
     return mid
 
 @patch
@@ -579,6 +589,8 @@ def create_dialog(self:DialogManager, dialog_name:str, template:bool=True) -> di
     check_name(dialog_name, 'dialog name')
     path = self.resolve(f'{dialog_name}.ipynb', 'dialog path')
     if path.exists(): return self.use_dialog(dialog_name)
+    if (f := next((p for p in path.parents if p.is_relative_to(self.root) and p.exists() and not p.is_dir()), None)):
+        raise BadArgumentError(f"cannot create dialog {dialog_name!r}: {self.rel(f)!r} is a file, not a folder; choose another name")
     res = self.use_dialog(dialog_name, mode='create')
     ms = self._templates(path) if template else []
     if ms:

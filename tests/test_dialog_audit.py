@@ -87,3 +87,25 @@ def test_serve_interrupt_stops_a_prompt(tmp_path):
         m = read()
         assert m['meta'].get('interrupted') is True and 0 < len(m['output']) < len(text) and text.startswith(m['output'].strip()), m
         assert ok('interrupt_', dlg_name='chat')['success'] == 'nothing was running'
+
+
+def test_serve_errors_say_what_where_and_what_to_do(tmp_path):
+    root = tmp_path / 'root'
+    root.mkdir(); (root / 'victim.ipynb').write_text('{}')
+    with serve(root) as http:
+        assert post(http, 'create_dialog_', name='chat').status_code == 200
+        r = post(http, 'bookmark_', dlg_name='chat', n='5')
+        assert r.status_code == 400 and r.json()['error'] == 'no message id given: name the message to put bookmark 5 on (or take it off)', r.text
+        r = post(http, 'create_dialog_', name='victim.ipynb/x')
+        assert r.status_code == 400 and "'victim.ipynb' is a file, not a folder; choose another name" in r.json()['error'], r.text
+        assert (root / 'victim.ipynb').read_text() == '{}'
+
+
+def test_mcp_run_msg_names_the_dialog_path(tmp_path):
+    import anyio
+    from test_mcp import stdio_session, err
+    async def go():
+        async with stdio_session(tmp_path) as s:
+            assert not (await s.call_tool('create_dialog', {'dialog_name': 'a/b/c'})).is_error
+            return await err(s, 'run_msg', msg_id='zz', dialog_name='a/b/c')
+    assert "no message 'zz' in dialog 'a/b/c' (a/b/c.ipynb)" in anyio.run(go)
