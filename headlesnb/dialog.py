@@ -7,7 +7,7 @@ __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg
            'apply_fields', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
-import json, re, shutil, subprocess, threading
+import json, keyword, re, shutil, subprocess, threading
 from copy import deepcopy
 from fastcore.basics import patch
 from aidialog.dialog import Message
@@ -676,15 +676,61 @@ def reply_markdown(rounds) -> str:
         parts += [tool_block(tc) for tc in r['tool_calls']]
     return '\n\n'.join(p.strip() for p in parts)
 
+# A kernel in another process (`--kernel python3`, a remote one) gets fixed code: the tool names and arguments it needs reach
+# it as JSON text in a Python string literal (`repr`), parsed there; its answer comes back as a display of our own MIME type.
+_MIME = 'application/x-headlesnb+json'
+_KSCHEMAS = '''def __headlesnb_schemas__(names):
+    import inspect
+    from IPython.display import display
+    try: from headlesnb.llm import tool_schema
+    except ImportError: tool_schema = None  # (a kernel without headlesnb: a schema from the signature)
+    def plain(f, n):
+        types = {int: 'integer', float: 'number', str: 'string', bool: 'boolean', list: 'array', dict: 'object'}
+        ps = [p for p in inspect.signature(f).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        props = {p.name: {'type': types[p.annotation]} if p.annotation in types else {} for p in ps}
+        return dict(name=n, description=inspect.getdoc(f) or n, input_schema=dict(type='object', properties=props,
+                    required=[p.name for p in ps if p.default is p.empty]))
+    res = {}
+    for n in names:
+        f = globals().get(n)
+        if not callable(f): continue
+        try: res[n] = tool_schema(f, name=n) if tool_schema else plain(f, n)
+        except Exception as e: res[n] = f'its schema cannot be made: {type(e).__name__}: {e}'
+    display({%r: res}, raw=True)
+''' % _MIME
+_KCALL = '''__headlesnb_call__ = __import__('json').loads(%s)
+__headlesnb_ret__ = globals()[__headlesnb_call__[0]](**__headlesnb_call__[1])
+if __import__('inspect').isawaitable(__headlesnb_ret__): __headlesnb_ret__ = await __headlesnb_ret__
+__import__('IPython').display.display({%r: __headlesnb_ret__ if isinstance(__headlesnb_ret__, str) else repr(__headlesnb_ret__)}, raw=True)
+del __headlesnb_call__, __headlesnb_ret__'''
+
+def _kernel_answer(res):
+    "What code run for a tool displayed (as `_MIME`), or RuntimeError with the error it raised"
+    if res.status != 'ok':
+        err = next((o for o in res.outputs if o.get('output_type') == 'error'), {})
+        raise RuntimeError(f"{err.get('ename', res.status)}: {err.get('evalue', '')}")
+    return next(o['data'][_MIME] for o in res.outputs if _MIME in o.get('data', {}))
+
 @patch
-def _call_in_kernel(self:DialogManager, kernel, fn, args:dict) -> str:
+def _kernel_tools(self:DialogManager, kernel, names:list) -> tuple:
+    """The functions among `names` in the kernel's namespace: {name: function} in-process, {name: schema} in a kernel process
+    (called through `_call_in_kernel`); and {name: reason} for those whose schema the kernel could not make"""
+    try: ns = kernel.namespace
+    except KernelError: pass
+    else: return {n: f for n in names if callable(f := ns.get(n))}, {}
+    names = [n for n in names if n.isidentifier() and not keyword.iskeyword(n)]  # (validated names only reach the kernel)
+    got = _kernel_answer(kernel.run(f'{_KSCHEMAS}\n__headlesnb_schemas__(__import__("json").loads({json.dumps(names)!r}))\ndel __headlesnb_schemas__'))
+    return {n: s for n, s in got.items() if isinstance(s, dict)}, {n: s for n, s in got.items() if isinstance(s, str)}
+
+@patch
+def _call_in_kernel(self:DialogManager, kernel, name:str, fn, args:dict) -> str:
+    "Call tool `name` (`fn`: its function in-process, its schema for a kernel process) with `args` in the kernel (an async one awaited there)"
+    if isinstance(fn, dict): return _kernel_answer(kernel.run(_KCALL % (repr(json.dumps([name, args])), _MIME)))
     ns = kernel.namespace
     ns['__headlesnb_call__'] = (fn, args)
     try:
         res = kernel.run(_CALL)
-        if res.status != 'ok':
-            err = next((o for o in res.outputs if o.get('output_type') == 'error'), {})
-            raise RuntimeError(f"{err.get('ename', res.status)}: {err.get('evalue', '')}")
+        if res.status != 'ok': _kernel_answer(res)
         return ns.get('__headlesnb_ret__')
     finally:
         ns.pop('__headlesnb_call__', None); ns.pop('__headlesnb_ret__', None)
@@ -740,10 +786,11 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
         it.state['current'] = mid
         it.state.setdefault('prompts', set()).add(stop)
     try:
-        tools = {n: f for n in names if callable(f := (kernel.namespace.get(n) if kernel else None))}
+        tools, unmade = self._kernel_tools(kernel, names) if kernel else ({}, {})
+        bad.update(unmade)
         ctx = self._context(it.name, m, above)
         host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
-        call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, fn, args)
+        call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, n, fn, args)
         res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
                             on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)),
                             stop=lambda: stop.is_set() or (run is not None and run.stop_asked))
@@ -753,7 +800,7 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
     stopped = res.reply.stop_reason == 'interrupted'
     ans = dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
                tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],
-               missing_tools=[n for n in names if n not in tools], bad_tools=bad, stored=bool(reply) or not stopped)
+               missing_tools=[n for n in names if n not in tools and n not in bad], bad_tools=bad, stored=bool(reply) or not stopped)
     if stopped: ans['status'] = 'interrupted'  # (as an interrupted cell's: its run ends 'interrupted')
     if not ans['stored']: return ans  # interrupted before a word came: the prompt keeps its earlier reply
     with self.edit(it.name, strict=False) as it:

@@ -109,3 +109,28 @@ def test_mcp_run_msg_names_the_dialog_path(tmp_path):
             assert not (await s.call_tool('create_dialog', {'dialog_name': 'a/b/c'})).is_error
             return await err(s, 'run_msg', msg_id='zz', dialog_name='a/b/c')
     assert "no message 'zz' in dialog 'a/b/c' (a/b/c.ipynb)" in anyio.run(go)
+
+
+def test_prompt_tools_run_in_a_python3_kernel(tmp_path):
+    "&`f` tools with a kernel process: schemas made there, calls (sync and async) made there, arguments never pasted into code"
+    from headlesnb import DialogManager
+    from headlesnb.llm import AnthropicClient
+    tricky = "x'); import os; os._exit(3) #\"\\"
+    calls = [('add', {'a': 2, 'b': 3}), ('aadd', {'a': 3, 'b': 4}), ('echo', {'s': tricky}), ('boom', {})]
+    with FakeAnthropic(replies=[{'tool_calls': calls}, 'done']) as fake:
+        dm = DialogManager(tmp_path, llm=AnthropicClient(api_key='t', base_url=fake.url))
+        try:
+            dm.use_dialog('k', mode='create', kernel='python3')
+            dm.add_message('def add(a:int, b:int):\n    "Add two numbers"\n    return a + b\nasync def aadd(a:int, b:int): return a + b\n'
+                           'def echo(s:str): return s\ndef boom(): raise ValueError("no luck")\nimport os; pid = os.getpid()', 'code')
+            assert dm.run_message()['status'] == 'ok'
+            assert dm.list_variables()  # (a kernel process: its namespace is not a dict here)
+            r = dm.execute_prompt(dm.add_message('Use &`add`, &`aadd`, &`echo`, &`boom`, &`nope`', 'prompt')['id'])
+            assert [(c['name'], c['result'], c['is_error']) for c in r['tool_calls']] == [
+                ('add', '5', False), ('aadd', '7', False), ('echo', tricky, False), ('boom', 'RuntimeError: ValueError: no luck', True)]
+            assert r['missing_tools'] == ['nope'] and r['reply'].endswith('done')
+            tools = fake.requests[0]['tools']
+            assert [t['name'] for t in tools] == ['add', 'aadd', 'echo', 'boom'] and tools[0]['description'] == 'Add two numbers'
+            assert tools[0]['input_schema']['properties']['a']['type'] == 'integer'
+            assert ''.join(dm.execute_code('print(pid == os.getpid())')['outputs'][0]['text']) == 'True\n'  # the same kernel, alive
+        finally: dm.close_all()
