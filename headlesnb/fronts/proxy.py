@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['HEADER', 'SECRET_HEADERS', 'HOP_HEADERS', 'DEFAULT_UPSTREAM', 'MAX_REQUEST', 'TOKEN_ENV', 'ReadOnlyWorkspace',
            'WorkspaceReader', 'stub', 'inject', 'activity', 'redact', 'RequestLog', 'error_json', 'Upstream', 'Proxy',
-           'check_upstream', 'ProxyServer', 'serve', 'setup_proxy', 'setup_proxy_main', 'proxy_parser', 'proxy_main']
+           'check_upstream', 'ProxyServer', 'serve', 'plan_proxy_setup', 'setup_proxy', 'setup_proxy_main',
+           'proxy_parser', 'proxy_main']
 
 # %% ../../nbs/24_fronts.proxy.ipynb #3385e59f
 import argparse, base64, http.client, http.server, itertools, json, os, re, select, socket, socketserver, sys, threading, time, uuid
@@ -431,10 +432,10 @@ def _load_json(path:Path) -> dict:
     if not isinstance(d, dict): raise CorruptFileError(f"{path}: expected a JSON object")
     return d
 
-def setup_proxy(root='.', port:int=8787, settings=None, command:str|None=None) -> dict:
-    "Merge the proxy's base URL and the MCP server into Claude Code's settings for `root`; {'settings', 'mcp', 'url', 'changed'}"
+def plan_proxy_setup(root='.', port:int=8787, settings=None, command:str|None=None) -> dict:
+    """What `setup_proxy` would write, checked, writing nothing (a bad settings file or a conflict raises here, so a caller
+    can check before it changes anything else): {'settings', 'mcp', 'url', 'changed', 'writes': [(path, text)]}"""
     import shutil
-    from headlesnb.agents.tree import write_text
     root = Path(root).expanduser().resolve()
     if not root.is_dir(): raise NotFoundError(f"root {root} is not a folder")
     url, changed = f'http://127.0.0.1:{port}', []
@@ -452,11 +453,18 @@ def setup_proxy(root='.', port:int=8787, settings=None, command:str|None=None) -
     if 'headlesnb' not in servers:
         servers['headlesnb'] = dict(command=command or shutil.which('headlesnb') or 'headlesnb', args=['mcp', '--root', str(root)])
         changed.append('mcpServers.headlesnb')
-    for path, d, keys in ((spath, s, ('ANTHROPIC_BASE_URL', 'enabledMcpjsonServers')), (mpath, m, ('mcpServers.headlesnb',))):
-        if set(keys) & set(changed):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text(path, json.dumps(d, indent=2) + '\n', durable=True)
-    return dict(settings=str(spath), mcp=str(mpath), url=url, changed=changed)
+    writes = [(path, json.dumps(d, indent=2) + '\n') for path, d, keys in ((spath, s, ('ANTHROPIC_BASE_URL', 'enabledMcpjsonServers')),
+                                                                           (mpath, m, ('mcpServers.headlesnb',))) if set(keys) & set(changed)]
+    return dict(settings=str(spath), mcp=str(mpath), url=url, changed=changed, writes=writes)
+
+def setup_proxy(root='.', port:int=8787, settings=None, command:str|None=None) -> dict:
+    "Merge the proxy's base URL and the MCP server into Claude Code's settings for `root`; {'settings', 'mcp', 'url', 'changed'}"
+    from headlesnb.agents.tree import write_text
+    plan = plan_proxy_setup(root, port, settings, command)
+    for path, text in plan.pop('writes'):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text, durable=True)
+    return plan
 
 def setup_proxy_main(root='.', port:int=8787) -> int:
     "`headlesnb setup --proxy`: wire Claude Code to the proxy and the MCP server for `root`, and say how to start the proxy"
