@@ -223,21 +223,34 @@ except ImportError: fcntl = None  # (Windows: no lock; one process per workspace
 def _hold(self:Workspace):
     "Lock the state file for this process until `_release` (or the process's end): ConflictError naming the process that holds it"
     if fcntl is None: return
-    lock, fd = self.path.with_name(f'.{self.path.name}.lock'), None
+    lock = self.path.with_name(f'.{self.path.name}.lock')
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0), 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        held = isinstance(e, BlockingIOError)
-        pid = os.pread(fd, 20, 0).decode('ascii', 'replace').strip() if held else ''
-        if fd is not None: os.close(fd)
-        if not held: raise BadArgumentError(f"cannot open workspace {self.name!r}: cannot lock {self.rel(lock)}: {e.strerror or e}") from None
-        who = 'another WorkspaceManager of this process' if pid == str(os.getpid()) else f"another process (pid {pid or 'unknown'})"
-        raise ConflictError(f"workspace {self.name!r} ({self.rel(self.path)}) is open in {who}, and only one may change it: use another "
-                            "workspace name (headlesnb mcp --workspace NAME), or close it there (close_workspace, or stop that process) first") from None
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0), 0o644)
+            try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = os.pread(fd, 20, 0).decode('ascii', 'replace').strip()
+                os.close(fd)
+                who = 'another WorkspaceManager of this process' if pid == str(os.getpid()) else f"another process (pid {pid or 'unknown'})"
+                raise ConflictError(f"workspace {self.name!r} ({self.rel(self.path)}) is open in {who}, and only one may change it: use another "
+                                    "workspace name (headlesnb mcp --workspace NAME), or close it there (close_workspace, or stop that process) first") from None
+            except OSError: os.close(fd); raise
+            if _is_file(fd, lock): break
+            os.close(fd)  # its last holder removed it as we took it: take the one there now
+    except OSError as e: raise BadArgumentError(f"cannot open workspace {self.name!r}: cannot lock {self.rel(lock)}: {e.strerror or e}") from None
     os.ftruncate(fd, 0); os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)  # who holds it, for the message above
-    self._unlock = weakref.finalize(self, os.close, fd)  # (a workspace dropped unclosed lets go when it is collected)
+    self._unlock = weakref.finalize(self, _let_go, lock, fd)  # (a workspace dropped unclosed lets go when it is collected)
+
+def _is_file(fd:int, path:Path) -> bool:
+    "Whether `path` is (still) the file open as `fd`"
+    try: return os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
+    except FileNotFoundError: return False
+
+def _let_go(lock:Path, fd:int):
+    "Remove our lock file, then unlock it: whoever opened it meanwhile finds it gone, and takes a new one"
+    if _is_file(fd, lock): os.unlink(lock)
+    os.close(fd)
 
 @patch
 def _release(self:Workspace):
