@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['STATE_SUFFIX', 'SECTIONS', 'DEFAULT_BUDGETS', 'TOOL_NAMES', 'WINDOW_KINDS', 'PARTS', 'WINDOWS', 'Part', 'Windows',
            'add_part', 'add_windows', 'add_section', 'add_tool', 'truncate_middle', 'split_lines', 'bare', 'text_lines',
-           'numbered', 'read_text', 'Workspace', 'WorkspaceManager', 'model_int']
+           'numbered', 'read_text', 'Workspace', 'WorkspaceManager', 'glob_re', 'model_int']
 
 # %% ../../nbs/14_workspace.core.ipynb #689120bb
 import fnmatch, hashlib, importlib, json, os, re, stat, threading, time, weakref
@@ -375,6 +375,10 @@ def show(self:Workspace, ids) -> dict:
 # %% ../../nbs/14_workspace.core.ipynb #da3bb941
 _SKIP_DIRS = {'__pycache__', 'node_modules'}
 
+def glob_re(glob:str) -> re.Pattern:
+    "`glob` as fnmatch reads it (`*` crosses folders), with `**/` matching zero or more folders, as git, ripgrep and pathlib do"
+    return re.compile(fnmatch.translate(glob.replace('**/', '\0')).replace(re.escape('\0'), '(?:.*/)?'))
+
 @patch
 def _files(self:Workspace, path:str='', glob:str|None=None, max_files:int=20_000):
     "Text-file candidates under `path` in path order (hidden, state, huge and out-of-root files skipped)"
@@ -383,13 +387,13 @@ def _files(self:Workspace, path:str='', glob:str|None=None, max_files:int=20_000
         if base.stat().st_size <= self.mgr.max_file_bytes: yield base
         return
     if not base.is_dir(): raise NotFoundError(f"{path!r} does not exist under the root")
-    n = 0
+    n, pat = 0, glob_re(glob) if glob else None
     for d, dirs, files in os.walk(base):
         dirs[:] = sorted(x for x in dirs if not x.startswith('.') and x not in _SKIP_DIRS)
         for f in sorted(files):
             if f.startswith('.') or f.endswith(STATE_SUFFIX): continue
             p = Path(d) / f
-            if glob and not (fnmatch.fnmatch(f, glob) or fnmatch.fnmatch(self.rel(p), glob)): continue
+            if pat and not (pat.match(f) or pat.match(self.rel(p))): continue
             try:
                 st = os.lstat(p)  # walked folders are under the root: only a symlink can lead out
                 if stat.S_ISLNK(st.st_mode):
