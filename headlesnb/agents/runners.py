@@ -4,13 +4,14 @@
 
 # %% auto #0
 __all__ = ['BUILTIN_AGENTS', 'LAUNCH_SH', 'RESULT_LINES', 'EDIT_OPS', 'ROUND_RESULT_LIMIT', 'proc_start', 'pid_spec',
-           'spec_alive', 'process_tree', 'kill_tree', 'tmux_available', 'tmux', 'tmux_sessions', 'tmux_pane_pids',
-           'AgentSpec', 'agents_config_paths', 'load_agents', 'load_notify', 'load_routing', 'Runners', 'agent_env',
-           'fill_argv', 'output_tail', 'agent_event', 'agent_summary', 'osc_notification', 'announce', 'AgentAborted',
-           'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner', 'saved_rounds', 'rounds_messages', 'git']
+           'spec_alive', 'process_tree', 'kill_tree', 'tmux_available', 'tmux_literal', 'tmux', 'tmux_sessions',
+           'tmux_pane_pids', 'AgentSpec', 'agents_config_paths', 'load_agents', 'load_notify', 'load_routing',
+           'Runners', 'agent_env', 'fill_argv', 'output_tail', 'agent_event', 'agent_summary', 'osc_notification',
+           'announce', 'AgentAborted', 'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner', 'saved_rounds',
+           'rounds_messages', 'git']
 
 # %% ../../nbs/16_agents.runners.ipynb #34c6da4b
-import hashlib, json, os, re, shlex, shutil, signal, socket, subprocess, sys, tempfile, threading, time, tomllib, weakref
+import hashlib, json, os, re, shlex, shutil, signal, socket, stat, subprocess, sys, tempfile, threading, time, tomllib, weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,6 +75,10 @@ def kill_tree(procs, grace:float=1.0) -> list:
 
 # %% ../../nbs/16_agents.runners.ipynb #3ab49b47
 def tmux_available() -> bool: return shutil.which('tmux') is not None
+
+def tmux_literal(text:str) -> str:
+    "`text` as tmux shows it in an argument it expands as a format (a message, a start folder): tmux 3.3 has no `display-message -l`, `##` is a `#`"
+    return text.replace('#', '##')
 
 def tmux(*args, timeout:float=10, input:str|None=None) -> subprocess.CompletedProcess:
     "Run `tmux args...` (`input`: its stdin; never raises for a tmux error: check `.returncode`)"
@@ -288,7 +293,7 @@ def _start_command(self:Runners, id:str, spec:AgentSpec, worktree:bool):
         name = tmux_name(id, self.root)
         self._start_minder(id)  # (first: its own start overlaps the CLI's; it waits for the session)
         for attempt in range(6):  # clients racing to start the tmux server can make it exit: try again
-            r = tmux('new-session', '-d', '-s', name, '-c', str(workdir), '-x', '200', '-y', '50', *launch)
+            r = tmux('new-session', '-d', '-s', name, '-c', tmux_literal(str(workdir)), '-x', '200', '-y', '50', *launch)  # (-c is a format too)
             if r.returncode == 0: break
             if 'duplicate session' in r.stderr:  # never adopted: it is not ours (an old tree of this root left it)
                 (d / 'launch.env').unlink(missing_ok=True)
@@ -396,7 +401,7 @@ def announce(root, s:dict|None, notify:list|None=None) -> str|None:
     except ValueError: to = {}
     if to.get('tmux') and to.get('pane'):
         srv = ['-S', to['tmux']]
-        tmux(*srv, 'display-message', '-t', to['pane'], '-d', '8000', msg)
+        tmux(*srv, 'display-message', '-t', to['pane'], '-d', '8000', tmux_literal(msg))  # (an agent's result is never a format: no #(command))
         tty = tmux(*srv, 'display-message', '-p', '-t', to['pane'], '#{pane_tty}').stdout.strip()
         _write_tty(tty, osc_notification(msg, True))
     elif to.get('tty'): _write_tty(to['tty'], osc_notification(msg, False))
@@ -407,12 +412,15 @@ def announce(root, s:dict|None, notify:list|None=None) -> str|None:
     return ev
 
 def _write_tty(path:str, data:bytes):
-    if not path.startswith('/dev/'): return  # (only a terminal device)
+    "Write `data` to terminal `path`, and only to a terminal: `notify_to` is a file anyone who can write the session folder controls"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try: os.write(fd, data)
-        finally: os.close(fd)
-    except OSError: pass  # the terminal is gone
+        if not stat.S_ISCHR(os.stat(path).st_mode): return  # (no file, FIFO or socket is even opened)
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)  # (no O_CREAT: nothing is made)
+    except (OSError, TypeError, ValueError): return  # the terminal is gone, or `path` is not a path
+    try:
+        if os.isatty(fd): os.write(fd, data)  # (another device, /dev/null or a disk, is left alone)
+    except OSError: pass
+    finally: os.close(fd)
 
 def _run_notify(st:SessionStore, s:dict, ev:str, notify:list):
     argv = [*notify, s['id'], ev, agent_summary(s)]
