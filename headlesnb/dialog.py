@@ -627,14 +627,18 @@ def run_dialog_code(self:DialogManager, src_dialog:str, dialog_name:str|None=Non
             errors.append(f"{mid}: {e.get('ename') or r['status']}: {e.get('evalue') or ''}")
     return dict(ran=len(codes), errors=errors)
 
+_WS_LOCK = re.compile(r'\..+\.workspace\.json\.lock')
+
 def _not_dialogs(folder, limit:int=3) -> list:
-    """Up to `limit` entries under `folder` (relative names) that are neither dialogs (`.ipynb`), their workspace state, nor
-    folders of those; hidden ones (`.git`) never are, as `dialog_files` lists none"""
+    """Up to `limit` entries under `folder` (relative names) that are neither dialogs (`.ipynb`), their workspace state
+    (`.workspace.json`, and the `.<name>.workspace.json.lock` its writer holds) nor folders of those; other hidden ones (`.git`)
+    never are, as `dialog_files` lists none"""
     bad = [folder.name] if folder.name.startswith('.') else []
     for p in sorted(folder.rglob('*')):
         if len(bad) >= limit: break
         if p.is_dir() and not p.is_symlink() and not p.name.startswith('.'): continue  # (a folder's files are judged one by one)
-        if p.name.startswith('.') or not p.name.endswith(('.ipynb', '.workspace.json')): bad.append(str(p.relative_to(folder)))
+        if not (_WS_LOCK.fullmatch(p.name) or not p.name.startswith('.') and p.name.endswith(('.ipynb', '.workspace.json'))):
+            bad.append(str(p.relative_to(folder)))
     return bad
 
 @patch
@@ -654,7 +658,7 @@ def remove_dialog(self:DialogManager, dialog_name:str) -> dict:
     if target.is_dir(): shutil.rmtree(target)
     else:
         target.unlink()
-        target.with_suffix('.workspace.json').unlink(missing_ok=True)
+        for f in (target.with_suffix('.workspace.json'), target.with_name(f'.{target.stem}.workspace.json.lock')): f.unlink(missing_ok=True)
     return dict(deleted=self.rel(target))
 
 # %% ../nbs/13_dialog.ipynb #a7f18be8
