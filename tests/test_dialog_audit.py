@@ -1,7 +1,7 @@
 """Dialog fixes from an audit, checked across a process boundary: `headlesnb serve` as a real subprocess (its prompts
 answered by tests/fake_anthropic.py through ANTHROPIC_BASE_URL), and a real python3 kernel for prompt tools.
 Every server process is stopped by PID at the end of its test."""
-import json, os, subprocess, sys, threading, time
+import json, os, re, subprocess, sys, threading, time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -134,3 +134,34 @@ def test_prompt_tools_run_in_a_python3_kernel(tmp_path):
             assert tools[0]['input_schema']['properties']['a']['type'] == 'integer'
             assert ''.join(dm.execute_code('print(pid == os.getpid())')['outputs'][0]['text']) == 'True\n'  # the same kernel, alive
         finally: dm.close_all()
+
+
+def test_mcp_interrupt_dialog_stops_execute_prompt(tmp_path, monkeypatch):
+    "MCP interrupt_dialog during a slow execute_prompt (40 text blocks, 12 s in all) stops it; the reply so far is stored"
+    import anyio
+    from test_mcp import stdio_session, ok
+    words = [f'word{i} ' for i in range(40)]
+    with FakeAnthropic(replies=[[{'type': 'text', 'text': w} for w in words]], delay=0.1) as fake:
+        monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 't')
+        async def go():
+            async with stdio_session(tmp_path) as s:
+                await ok(s, 'create_dialog', dialog_name='chat')
+                assert 'nothing was running' in await ok(s, 'interrupt_dialog', dialog_name='chat')
+                out = await ok(s, 'add_msg', content='Tell me a story', msg_type='prompt', dialog_name='chat')
+                pid = re.search(r'\b([0-9a-f]{8})\b', out).group(1)
+                res = {}
+                async def answer(): res['reply'] = await ok(s, 'execute_prompt', msg_id=pid, dialog_name='chat')
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(answer)
+                    while not fake.requests: await anyio.sleep(0.05)
+                    await anyio.sleep(1)
+                    t0 = time.monotonic()
+                    said = await ok(s, 'interrupt_dialog', dialog_name='chat')
+                assert 'nothing was running' not in said and time.monotonic() - t0 < 5, said
+                return res['reply']
+        reply = anyio.run(go)
+    text = ''.join(words)
+    got = json.loads((tmp_path / 'chat.ipynb').read_text())['cells'][0]
+    assert got['metadata'].get('interrupted') is True, got
+    kept = reply.split(':\n', 1)[1]
+    assert 0 < len(kept) < len(text) and text.startswith(kept.strip()), reply
