@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['BLOCK_BEGIN', 'BLOCK_END', 'SPAWN_HEURISTICS', 'AGENT_COMMANDS', 'project_folder', 'install_heuristics',
-           'agents_parser', 'agents_main', 'setup_main', 'row_text', 'visible_forest', 'parse_new', 'tree_session',
-           'tree_in_tmux', 'SplitPane', 'TranscriptFile', 'tui_classes', 'agents_app', 'run_tui', 'transcript_text']
+           'agents_parser', 'agents_main', 'setup_main', 'printable', 'row_text', 'visible_forest', 'parse_new',
+           'tree_session', 'tree_in_tmux', 'SplitPane', 'TranscriptFile', 'tui_classes', 'agents_app', 'run_tui',
+           'transcript_text']
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #06c7b69b
 import argparse, gc, hashlib, json, os, re, shutil, subprocess, sys, tempfile, threading
@@ -15,6 +16,7 @@ from ..agents.tree import (AgentManager, find_root, write_text, read_text, LIVE,
                               poll_json, shown_status, NEEDS_INPUT, GLYPHS)
 from ..agents.runners import tmux, tmux_sessions, tmux_available
 from ..agents.hooks import *
+from ..utils import strip_ansi
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #6ec4b804
 BLOCK_BEGIN, BLOCK_END = '<!-- headlesnb:begin -->', '<!-- headlesnb:end -->'
@@ -128,9 +130,16 @@ def agents_main(argv=None) -> int:
     if a.cmd is None: agents_parser().print_help(); return 1
     if a.cmd == 'hook': return hook_main(a.event)
     if a.cmd == 'setup':
+        if a.proxy is not None:  # the proxy's files are checked before anything is written (a bad .mcp.json changes nothing)
+            from headlesnb.fronts.proxy import plan_proxy_setup, setup_proxy_main
+            try: plan_proxy_setup(project_folder(a.project), a.proxy)
+            except HeadlesnbError as e: print(f"headlesnb setup: {' '.join(str(e).split())}", file=sys.stderr); return 1
         if (rc := setup_main(a.settings, a.project)) or a.proxy is None: return rc
-        from headlesnb.fronts.proxy import setup_proxy_main
         return setup_proxy_main(project_folder(a.project), a.proxy)
+    if a.cmd == 'agents' and not (sys.stdin.isatty() and sys.stdout.isatty()):  # (a TUI without a terminal would start a tmux session it cannot show, or spin)
+        print("headlesnb agents: needs a terminal (its input or output is not one): run it in a terminal; "
+              "`headlesnb poll ID` and `headlesnb wait ID` print agents as JSON", file=sys.stderr)
+        return 2
     try:
         root = Path(a.root).expanduser().resolve() if a.root else find_root()
         if a.cmd not in ('spawn', 'agents') and not root.is_dir():  # (a command that only reads makes no folder)
@@ -165,9 +174,13 @@ def agents_main(argv=None) -> int:
             for x in r['kept']: print(f"kept {x['worktree']} (agent {x['id']}): {x['why']}")
             if not r['removed'] and not r['kept']: print('no worktrees')
         elif a.cmd == 'agents': return run_tui(am, a.agent)
+        sys.stdout.flush()  # (a reader that went away is seen here, not at exit)
         return 0
     except HeadlesnbError as e:
         print(f"headlesnb {a.cmd}: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader closed the pipe (`| head`): quietly, as Python's docs say, with stdout pointed at devnull for the exit's flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 def setup_main(settings=None, project=None) -> int:
@@ -183,12 +196,19 @@ def setup_main(settings=None, project=None) -> int:
     return 0
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #045f4891
+_CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f-\x9f]')
+
+def printable(s:str) -> str:
+    "`s` safe to show on a terminal: escape sequences out (colours, window titles), any other control character but tab and newline as �"
+    return _CONTROL.sub('\ufffd', strip_ansi(s)) if s else s
+
 def row_text(s:dict, task_width:int=40) -> tuple:
-    "(id, task, state, activity, agent) cells of one agent's row (state `failed`: done with an error)"
-    task = ' '.join((s['task'] or '(no task yet)').split())
+    "(id, task, state, activity, agent) cells of one agent's row (state `failed`: done with an error), printable (a task may come from a model)"
+    task = ' '.join(printable(s['task'] or '(no task yet)').split())
     if len(task) > task_width: task = task[:task_width - 1] + '…'
     who = s.get('agent') or 'claude-code'
-    return s['id'], task, shown_status(s), s['activity'] or '─', who + (f" · {s['model']}" if s.get('model') else '')
+    act = ' '.join(printable(s['activity']).split())
+    return s['id'], task, shown_status(s), act or '─', printable(who + (f" · {s['model']}" if s.get('model') else ''))
 
 def visible_forest(tree:list, hide_finished:bool) -> list:
     "The forest without finished agents (kept when a descendant still shows)"
@@ -372,6 +392,7 @@ def tui_classes() -> dict:
         """
         BINDINGS = [Binding('n', 'new', 'new'), Binding('x', 'abort', 'abort'), Binding('r', 'resume', 'resume'),
                     Binding('d', 'toggle_done', 'hide done'), Binding('q', 'quit', 'quit'),
+                    Binding('ctrl+c', 'interrupt', show=False, priority=True),
                     Binding('j', 'down', show=False), Binding('k', 'up', show=False),
                     Binding('h,left', 'collapse', show=False), Binding('l,right', 'expand', show=False)]
 
@@ -385,7 +406,7 @@ def tui_classes() -> dict:
             self.refreshed = 0  # how many times the tree was refreshed (for tests and benchmarks)
 
         def compose(self) -> ComposeResult:
-            yield Horizontal(Static(f' headlesnb agents · {self.agents.root}', id='title'), Static('', id='count'), id='top')
+            yield Horizontal(Static(printable(f' headlesnb agents · {self.agents.root}'), id='title', markup=False), Static('', id='count'), id='top')
             t = AgentTree('agents', id='tree')
             t.show_root, t.auto_expand, t.guide_depth = False, False, 2
             yield t
@@ -470,6 +491,14 @@ def tui_classes() -> dict:
             n = self.query_one(Tree).cursor_node
             return n.data if n is not None and n.data else None
 
+        def say(self, text:str, **kw):
+            "A notification of `text` as it is (printable, not read as markup: an error may quote a task or a name)"
+            self.notify(printable(text), markup=False, **kw)
+
+        def action_interrupt(self):
+            "Ctrl-C: quit, with exit status 130 (as a command stopped by Ctrl-C; `q` quits with 0)"
+            self.exit(return_code=130)
+
         def action_down(self): self.query_one(Tree).action_cursor_down()
         def action_up(self): self.query_one(Tree).action_cursor_up()
         def action_collapse(self):
@@ -484,7 +513,7 @@ def tui_classes() -> dict:
             self.hide_finished = not self.hide_finished
             self.shape = None
             self.refresh_tree()
-            self.notify('finished agents hidden' if self.hide_finished else 'finished agents shown')
+            self.say('finished agents hidden' if self.hide_finished else 'finished agents shown')
 
         def on_tree_node_selected(self, ev):
             ev.stop()
@@ -495,7 +524,7 @@ def tui_classes() -> dict:
                 if line is None or not line.strip(): return
                 a = parse_new(line, agent=self.new_agent)
                 try: id = self.agents.spawn(a['task'], a['task_type'], a['agent'], model=a['model'], worktree=a['worktree'])
-                except HeadlesnbError as e: self.notify(' '.join(str(e).split()), severity='error', timeout=8); return
+                except HeadlesnbError as e: self.say(' '.join(str(e).split()), severity='error', timeout=8); return
                 self.refresh_tree()
                 if id in self.rows: self.query_one(Tree).move_cursor(self.rows[id])
                 self.open(id)
@@ -509,7 +538,7 @@ def tui_classes() -> dict:
                 if not yes: return
                 def work():
                     try: self.agents.abort(id)
-                    except HeadlesnbError as e: self.call_from_thread(self.notify, str(e), severity='error')
+                    except HeadlesnbError as e: self.call_from_thread(self.say, str(e), severity='error')
                 self.run_worker(work, thread=True)
             self.push_screen(ConfirmScreen(f"Abort agent {id}" + (f" and its {kids} subagent{'s' * (kids != 1)}" if kids else '') + '?'), answered)
 
@@ -518,8 +547,8 @@ def tui_classes() -> dict:
             id = self.current()
             if id is None: return
             def work():
-                try: self.agents.resume(id); self.call_from_thread(self.notify, f'agent {id} resumed')
-                except HeadlesnbError as e: self.call_from_thread(self.notify, ' '.join(str(e).split()), severity='error', timeout=8)
+                try: self.agents.resume(id); self.call_from_thread(self.say, f'agent {id} resumed')
+                except HeadlesnbError as e: self.call_from_thread(self.say, ' '.join(str(e).split()), severity='error', timeout=8)
             self.run_worker(work, thread=True)
 
         def action_attach(self):
@@ -529,10 +558,10 @@ def tui_classes() -> dict:
         def open(self, id:str):
             "Show agent `id`: in the split (its tmux session attached, else its live transcript), or full screen outside tmux"
             try: s = self.agents.get(id, check=False)
-            except HeadlesnbError as e: self.notify(str(e), severity='error'); return
+            except HeadlesnbError as e: self.say(str(e), severity='error'); return
             live_tmux = bool(s['tmux']) and s['runner'] != 'dialog' and s['agent'] != 'dialog' and s['tmux'] in tmux_sessions()
             gone = f"agent {id}'s tmux session {s['tmux']} is gone ({shown_status(s)}): this is what it left" if s['tmux'] and s['agent'] != 'dialog' and not live_tmux else ''
-            if gone: self.notify(gone, severity='warning')
+            if gone: self.say(gone, severity='warning')
             if self.split is None:
                 if live_tmux:
                     with self.suspend(): subprocess.run(['tmux', 'attach-session', '-t', f"={s['tmux']}"])
@@ -544,9 +573,9 @@ def tui_classes() -> dict:
                 if self.view_dir is None: self.view_dir = Path(tempfile.mkdtemp(prefix='headlesnb-view-'))
                 self.view = TranscriptFile(self.view_dir, id)
                 self.view.update(transcript_text(self.agents, id, head=False))
-                head = f"agent {id} · {s['agent']}" + (f" · {s['model']}" if s['model'] else '') + f" · {s['task_type']} · {s['task'][:60]}" + (f"\n{gone}" if gone else '')
+                head = printable(f"agent {id} · {s['agent']}" + (f" · {s['model']}" if s['model'] else '') + f" · {s['task_type']} · {s['task'][:60]}" + (f"\n{gone}" if gone else ''))
                 err = self.split.show(['sh', '-c', 'printf "%s\\n\\n" "$1"; exec tail -n +1 -f "$2"', 'sh', head, str(self.view.path)], False, ('view', id))
-            if err: self.notify(f"cannot open agent {id} beside the tree: {err}", severity='error')
+            if err: self.say(f"cannot open agent {id} beside the tree: {err}", severity='error')
 
     _TUI.update(AgentsApp=AgentsApp, ConfirmScreen=ConfirmScreen, NewScreen=NewScreen, TranscriptScreen=TranscriptScreen)
     return _TUI
@@ -557,12 +586,16 @@ def agents_app(agents:AgentManager, new_agent:str|None=None, **kw):
 
 def run_tui(agents:AgentManager, new_agent:str|None=None) -> int:
     for k in ('COLUMNS', 'LINES'): os.environ.pop(k, None)  # (a size left in the environment, say by tmux's, is not this terminal's)
-    agents_app(agents, new_agent).run()
-    return 0
+    app = agents_app(agents, new_agent)
+    app.run()
+    return app.return_code or 0
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #529f22ef
 def transcript_text(agents:AgentManager, id:str, head:bool=True) -> str:
-    "The live transcript of agent `id` as plain text (`head`: starting with a line of its state, which changes as it runs)"
+    "The live transcript of agent `id` as printable text (`head`: starting with a line of its state, which changes as it runs)"
+    return printable(_transcript(agents, id, head))
+
+def _transcript(agents, id, head):
     s = agents.get(id, check=False)
     d = agents.store.path(id)
     parts = [f"agent {id} · {s['agent']} · {s['task_type']} · {shown_status(s)}" + (f" · {s['activity']}" if s['activity'] else '')] if head else []

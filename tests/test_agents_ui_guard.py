@@ -1,0 +1,79 @@
+"""`headlesnb agents`, `poll` and `wait` as a user runs them, in processes of their own: a closed pipe, no terminal, and
+an agent's task full of terminal escape sequences shown by the TUI in a real tmux pane. Each test's tmux server is its
+own (TMUX_TMPDIR in a temp folder), so no session of anyone else's is seen or touched."""
+import json, os, subprocess, sys, time
+
+import pytest
+
+from headlesnb.agents.runners import tmux_available
+from headlesnb.fronts.agents_ui import tree_session
+
+pytestmark = pytest.mark.timeout(120)
+AG = '[agents.hi]\ncommand = ["sh", "-c", "echo hi"]\n[agents.forever]\ncommand = ["sleep", "3600"]\n'
+EVIL = 'esc \x1b[31mRED\x1b[0m \x1b]0;TITLE\x07 end'
+CLI = [sys.executable, '-m', 'headlesnb.fronts.cli']
+
+
+@pytest.fixture
+def root(tmp_path):
+    "A project with AG's agents and one finished agent 0 (its task full of escape sequences), and a private tmux server"
+    r = tmp_path / 'proj'
+    (r / '.scope').mkdir(parents=True)
+    (r / '.scope' / 'agents.toml').write_text(AG)
+    env = {k: v for k, v in os.environ.items() if k not in ('TMUX', 'TMUX_PANE')} | dict(TMUX_TMPDIR=str(tmp_path / 'tmux'))
+    (tmp_path / 'tmux').mkdir()
+    p = subprocess.run(CLI + ['spawn', EVIL, '--agent', 'hi', '--root', str(r)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == '0', p.stderr
+    w = subprocess.run(CLI + ['wait', '0', '--timeout', '60', '--root', str(r)], env=env, capture_output=True, text=True, timeout=90)
+    assert w.returncode == 0, w.stdout + w.stderr
+    yield r, env
+    subprocess.run(['tmux', 'kill-server'], env=env, capture_output=True)  # (our own server, in our TMUX_TMPDIR)
+
+
+def test_poll_and_wait_into_a_closed_pipe(root):
+    "`headlesnb poll 0 | head -c 10`: the reader went away; the command exits quietly (no BrokenPipeError traceback)"
+    r, env = root
+    for args in (['poll', '0'], ['wait', '0']):
+        rd, wr = os.pipe()
+        os.close(rd)  # (closed before the command writes: its write always meets the closed pipe)
+        p = subprocess.run(CLI + args + ['--root', str(r)], env=env, stdout=wr, stderr=subprocess.PIPE, text=True, timeout=60)
+        os.close(wr)
+        assert p.stderr == '' and p.returncode == 1, (args, p.returncode, p.stderr)
+
+
+@pytest.mark.skipif(not tmux_available(), reason='needs tmux')
+@pytest.mark.parametrize('here', [False, True])
+def test_agents_without_a_terminal(root, here):
+    "No terminal: one clear line, exit 2, at once, and no tmux session left behind (it spun, or left a detached TUI)"
+    r, env = root
+    t = time.monotonic()
+    p = subprocess.run(CLI + ['agents', '--root', str(r)] + ['--here'] * here, env=env, stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and p.stdout == '', (p.returncode, p.stdout, p.stderr)
+    assert p.stderr.startswith('headlesnb agents: needs a terminal') and p.stderr.count('\n') == 1, p.stderr
+    assert time.monotonic() - t < 15
+    has = subprocess.run(['tmux', 'has-session', '-t', f'={tree_session(r.resolve())}'], env=env, capture_output=True)
+    assert has.returncode != 0, 'a tmux session holding the TUI was left running'
+
+
+@pytest.mark.skipif(not tmux_available(), reason='needs tmux')
+def test_tui_shows_a_hostile_task_printable(root):
+    "The TUI in a real tmux pane: the task's OSC title, colours and BEL reach neither the pane's title nor its screen"
+    r, env = root
+    name = 'hnbtest-ui-guard'
+    tm = lambda *a: subprocess.run(['tmux', *a], env=env, capture_output=True, text=True, timeout=30)
+    assert tm('new-session', '-d', '-s', name, '-x', '150', '-y', '20', *CLI, 'agents', '--here', '--root', str(r)).returncode == 0
+    tm('set-option', '-t', f'={name}:', 'remain-on-exit', 'on')
+    screen, end = '', time.monotonic() + 60
+    while time.monotonic() < end and 'esc RED' not in screen:
+        time.sleep(0.3)
+        screen = tm('capture-pane', '-p', '-t', f'={name}:').stdout
+    assert 'esc RED end' in screen, screen
+    coloured = tm('capture-pane', '-p', '-e', '-t', f'={name}:').stdout
+    title = tm('display-message', '-p', '-t', f'={name}:', '#{pane_title}').stdout
+    assert 'TITLE' not in title and 'TITLE' not in screen, (title, screen)
+    assert '\x1b[31mRED' not in coloured  # (the task's own colour code is not passed through)
+    tm('send-keys', '-t', f'={name}:', 'q')
+    end = time.monotonic() + 30
+    while time.monotonic() < end and tm('display-message', '-p', '-t', f'={name}:', '#{pane_dead}').stdout.strip() != '1': time.sleep(0.2)
+    assert tm('display-message', '-p', '-t', f'={name}:', '#{pane_dead_status}').stdout.strip() == '0'
