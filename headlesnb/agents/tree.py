@@ -255,11 +255,17 @@ def subscribe(self:AgentManager, listener, every:float=0.25):
     return stop.set
 
 @patch
-def close_all(self:AgentManager):
-    "Abort the dialog agents this manager runs in this process (they cannot outlive it); command agents go on"
-    for id in list(self.runners):
-        try: self.abort(id)
+def close_all(self:AgentManager, join:float=30):
+    """Stop the dialog agents this manager runs in this process (they cannot outlive it) as `interrupted`, not aborted: their
+    work is on disk and `resume` continues them, as when their host dies; command agents go on"""
+    rs = list(self.runners.values())
+    for r in rs:  # (first: a runner that sees its stop never writes an end of its own)
+        try: self.store.transition(r.id, 'interrupted', activity='', result=f"interrupted: the process running it closed (headlesnb resume {r.id} continues it)")
         except HeadlesnbError: pass
+    for r in rs: r.abort()
+    end = time.monotonic() + join
+    for r in rs:
+        if r.thread is not None and r.thread is not threading.current_thread(): r.thread.join(max(0, end - time.monotonic()))
 
 # %% ../../nbs/16a_agents.tree.ipynb #fa61ea11
 def host_main(root, id) -> int:
