@@ -77,3 +77,53 @@ def test_tui_shows_a_hostile_task_printable(root):
     end = time.monotonic() + 30
     while time.monotonic() < end and tm('display-message', '-p', '-t', f'={name}:', '#{pane_dead}').stdout.strip() != '1': time.sleep(0.2)
     assert tm('display-message', '-p', '-t', f'={name}:', '#{pane_dead_status}').stdout.strip() == '0'
+
+
+def test_resume_after_sigkill_keeps_the_round_it_cut_off(tmp_path):
+    """The host of dialog agent 0 SIGKILLed while the model's `spawn_agent` then `wait_agents` round runs (its child 0.0 asking the
+    model): `headlesnb resume 0` resumes 0.0 too, and 0's next request holds the round (the spawn's result with the child's id,
+    the wait marked cut off), so the model spawns nothing twice. It held only the task, and 0.0 stayed interrupted"""
+    import signal, threading
+    from fake_anthropic import FakeAnthropic
+    from headlesnb.agents.tree import AgentManager
+    r = tmp_path / 'proj'
+    r.mkdir()
+    release, seen = threading.Event(), {}
+    def route(body):
+        me = '0.0' if 'What is 6 * 7?' in json.dumps(body['messages'][0]) else '0'
+        seen[me] = body['messages']
+        return '42' if me == '0.0' else 'My subagent says 42.'
+    am, hosts = AgentManager(r, tmux=False), []
+    try:
+        with FakeAnthropic([dict(tool_calls=[('spawn_agent', dict(task='What is 6 * 7?', task_type='explore', agent='dialog')),
+                                             ('wait_agents', dict(ids='0.0'))]),
+                            lambda body: release.wait(60) and 'too late']) as fake:
+            env = dict(os.environ, ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY='test')
+            p = subprocess.run(CLI + ['spawn', 'Ask a subagent: six times seven', '--type', 'explore', '--agent', 'dialog', '--root', str(r)],
+                               env=env, capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0 and p.stdout.strip() == '0', p.stderr
+            end = time.monotonic() + 60
+            while len(fake.requests) < 2 and time.monotonic() < end: time.sleep(0.05)
+            assert len(fake.requests) == 2, 'the child did not ask the model'
+            host = int(am.store.read('0', 'pid').split()[0])
+            hosts.append(host)
+            os.kill(host, signal.SIGKILL)
+            end = time.monotonic() + 30
+            while {am.poll(i)['status'] for i in ('0', '0.0')} != {'interrupted'} and time.monotonic() < end: time.sleep(0.1)
+            assert [am.poll(i)['status'] for i in ('0', '0.0')] == ['interrupted', 'interrupted']
+            release.set()
+            fake.add(route, route)
+            p = subprocess.run(CLI + ['resume', '0', '--root', str(r)], env=env, capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+            hosts += [int(x.split()[0]) for i in ('0', '0.0') if (x := am.store.read(i, 'pid').strip())]
+            res = am.wait(['0', '0.0'], timeout=60)['results']
+            assert [(x['status'], x['result']) for x in res] == [('done', 'My subagent says 42.'), ('done', '42')], res
+        results = [b for b in seen['0'][-1]['content'] if b.get('type') == 'tool_result']
+        assert 'spawned agent 0.0' in json.dumps(results[0]) and 'cut off' in json.dumps(results[1]), seen['0']
+        assert am.store.ids() == ['0', '0.0']  # nothing spawned twice
+    finally:
+        import psutil
+        for pid in hosts:  # (detached hosts are not this test's children: stopped by their recorded pids, if still this root's hosts)
+            try:
+                if str(r) in ' '.join(psutil.Process(pid).cmdline()): os.kill(pid, signal.SIGKILL)
+            except (OSError, psutil.Error): pass

@@ -267,6 +267,40 @@ def close_all(self:AgentManager, join:float=30):
     for r in rs:
         if r.thread is not None and r.thread is not threading.current_thread(): r.thread.join(max(0, end - time.monotonic()))
 
+# %% ../../nbs/16a_agents.tree.ipynb #d0f2b4c6
+@patch
+def _close_round(self:AgentManager, id:str):
+    "Give each tool call of agent `id`'s last round that its host's death left without a result one saying so (the results it had stay)"
+    path = self.store.path(id) / 'rounds.json'
+    try: rounds = json.loads(read_text(path) or '[]')
+    except ValueError: return
+    last = rounds[-1] if rounds and isinstance(rounds[-1], dict) else {}
+    uses = [b for b in last.get('content') or [] if isinstance(b, dict) and b.get('type') == 'tool_use']
+    calls = list(last.get('tool_calls') or [])
+    if len(calls) >= len(uses): return
+    kids = [s for s in self.list(check=False) if s['parent'] == id]
+    now = ', '.join(f"{s['id']} ({s['status']})" for s in kids) or 'none'
+    for u in uses[len(calls):]:
+        calls.append(dict(id=u.get('id', ''), name=u.get('name', ''), input=u.get('input') or {}, is_error=True,
+                          result=f"cut off: the process running you (agent {id}) stopped before this call finished, and you were resumed "
+                                 f"here. Your subagents now: {now}. Call it again if you still need it."))
+    last['tool_calls'] = calls
+    write_text(path, json.dumps(rounds, ensure_ascii=False))
+
+@patch
+def resume(self:AgentManager, id) -> dict:
+    """Continue interrupted dialog agent `id` (its host died) from its last message, in a new host, with its subagents interrupted
+    with it; its poll. A round of tool calls the death cut off is kept (see above)"""
+    s = self.get(check_id(id))  # (a host that just died is noticed first)
+    if s['status'] == 'interrupted':
+        self._check_llm()
+        for i in self.subtree(s['id'])[:-1]:  # deepest first: a child is working again before its parent waits for it
+            if self.get(i)['status'] == 'interrupted':
+                try: self._close_round(i); Runners.resume(self, i)
+                except ConflictError: pass  # (changed meanwhile, or under an aborted agent: it stays as it is)
+        self._close_round(s['id'])
+    return Runners.resume(self, s['id'])
+
 # %% ../../nbs/16a_agents.tree.ipynb #fa61ea11
 def host_main(root, id) -> int:
     "Run dialog agent `id` of `root` in this process, until it and every child it runs here are finished"

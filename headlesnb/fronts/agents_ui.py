@@ -16,7 +16,6 @@ from ..agents.tree import (AgentManager, find_root, write_text, read_text, LIVE,
                               poll_json, shown_status, NEEDS_INPUT, GLYPHS)
 from ..agents.runners import tmux, tmux_sessions, tmux_available
 from ..agents.hooks import *
-from ..utils import strip_ansi
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #6ec4b804
 BLOCK_BEGIN, BLOCK_END = '<!-- headlesnb:begin -->', '<!-- headlesnb:end -->'
@@ -200,6 +199,7 @@ _CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f-\x9f]')
 
 def printable(s:str) -> str:
     "`s` safe to show on a terminal: escape sequences out (colours, window titles), any other control character but tab and newline as �"
+    from headlesnb.utils import strip_ansi  # (here: `headlesnb hook`, run on every tool call, imports this module and needs no more)
     return _CONTROL.sub('\ufffd', strip_ansi(s)) if s else s
 
 def row_text(s:dict, task_width:int=40) -> tuple:
