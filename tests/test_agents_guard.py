@@ -55,3 +55,88 @@ def test_result_text_is_never_a_tmux_format(tmp_path, tmux_env):
     wait_for(lambda: (root / '.scope/sessions' / i / 'notified').exists(), what='the announcement')
     time.sleep(0.5)  # (a #() job of tmux runs in the background)
     assert not pwned.exists() and not (tmp_path / 'PWNED_DIR').exists()
+
+
+@pytest.fixture
+def proj(tmp_path, tmux_env):
+    "A project with AG in .scope/agents.toml; the environment of a terminal outside tmux (the private server still serves the agents)"
+    r = tmp_path / 'r'
+    (r / '.scope').mkdir(parents=True)
+    (r / '.scope' / 'agents.toml').write_text(AG)
+    env = {k: v for k, v in tmux_env.items() if k not in ('TMUX', 'TMUX_PANE')}
+    return r, env
+
+
+def spawn_done(r, env, agent='hi'):
+    i = hnb('spawn', 't', '--agent', agent, cwd=r, env=env)
+    assert i.returncode == 0, i.stderr
+    i = i.stdout.strip()
+    wait_for(lambda: json.loads(hnb('poll', i, cwd=r, env=env).stdout)['status'] == 'done', what='the agent to end')
+    return i
+
+
+def test_symlinked_scope_is_never_written_through(tmp_path, proj):
+    "A .scope (or .scope/sessions) that is a symlink out of the root: spawn refuses, naming it, and writes nothing there"
+    _, env = proj
+    out, r = tmp_path / 'out', tmp_path / 'r2'
+    out.mkdir(); r.mkdir()
+    (r / '.scope').symlink_to(out)
+    (out / 'agents.toml').write_text(AG)
+    res = hnb('spawn', 't', '--agent', 'hi', cwd=r, env=env)
+    assert res.returncode == 1 and 'now resolves to' in res.stderr and res.stderr.strip().count('\n') == 0, res.stderr
+    assert not (out / 'sessions').exists()
+    (r / '.scope').unlink(); (r / '.scope').mkdir()
+    (r / '.scope' / 'sessions').symlink_to(out)
+    (r / '.scope' / 'agents.toml').write_text(AG)
+    res = hnb('spawn', 't', '--agent', 'hi', cwd=r, env=env)
+    assert res.returncode == 1 and '.scope/sessions now resolves to' in res.stderr, res.stderr
+    assert sorted(os.listdir(out)) == ['agents.toml']
+
+
+def test_session_files_symlink_fifo_folder(proj):
+    "A result symlinked to /etc/hostname is not read; a FIFO hangs nothing (poll, list over MCP); a folder is no traceback: each named"
+    r, env = proj
+    i = spawn_done(r, env)
+    res = r / '.scope/sessions' / i / 'result'
+    res.unlink(); res.symlink_to('/etc/hostname')
+    p = hnb('poll', i, cwd=r, env=env)
+    host = Path('/etc/hostname').read_text().strip()
+    assert p.returncode == 0 and host not in p.stdout, p.stdout
+    assert json.loads(p.stdout)['activity'] == f'damaged: in .scope/sessions/{i}/, result is a symlink: fix or remove it'
+    res.unlink(); os.mkfifo(res)
+    p = hnb('poll', i, cwd=r, env=env, timeout=20)  # (the old code waited for a writer forever)
+    assert p.returncode == 0 and 'result is a FIFO' in json.loads(p.stdout)['activity']
+    # the MCP server's list_agents and poll_agent, through the official client
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    async def go():
+        params = StdioServerParameters(command=HNB_ARGV[0], args=HNB_ARGV[1:] + ['mcp', '--root', str(r)], env=env)
+        async with stdio_client(params) as (rd, wr), ClientSession(rd, wr) as s:
+            await s.initialize()
+            with anyio.fail_after(20):
+                return [(await s.call_tool(t, a)).content[0].text for t, a in (('list_agents', {}), ('poll_agent', dict(id=i)))]
+    listed, polled = anyio.run(go)
+    assert 'result is a FIFO' in listed and 'result is a FIFO' in polled and host not in polled
+    st = r / '.scope/sessions' / i / 'state'
+    st.unlink(); st.mkdir()  # (a live-looking agent whose files are broken: finishing it reads them, and says which is bad)
+    p = hnb('poll', i, cwd=r, env=env, timeout=20)
+    assert p.returncode == 1 and p.stderr.count('\n') == 1 and 'Traceback' not in p.stderr, p.stderr
+    assert f'.scope/sessions/{i}/' in p.stderr and ('is a folder' in p.stderr or 'is a FIFO' in p.stderr), p.stderr
+
+
+def test_unknown_state_is_not_finished(proj):
+    "A state file holding no state: poll shows the agent damaged (running), and abort still stops its process"
+    r, env = proj
+    i = hnb('spawn', 't', '--agent', 'forever', cwd=r, env=env).stdout.strip()
+    d = r / '.scope/sessions' / i
+    wait_for(lambda: (d / 'pid').exists() and (d / 'pid').read_text().strip(), what='its pid')
+    wait_for(lambda: json.loads(hnb('poll', i, cwd=r, env=env).stdout)['status'] == 'running', what='it to run')
+    (d / 'state').write_text('runnning')
+    p = json.loads(hnb('poll', i, cwd=r, env=env).stdout)
+    assert p['status'] == 'running' and "state holds 'runnning'" in p['activity'], p
+    pid = int((d / 'pid').read_text().split()[0])
+    a = hnb('abort', i, cwd=r, env=env)
+    assert a.returncode == 0 and a.stdout.strip() == f'aborted {i}', (a.stdout, a.stderr)
+    wait_for(lambda: not Path(f'/proc/{pid}').exists() or Path(f'/proc/{pid}/stat').read_text().split(') ')[1][0] == 'Z', what='its process to end')
+    assert json.loads(hnb('poll', i, cwd=r, env=env).stdout)['status'] == 'aborted'

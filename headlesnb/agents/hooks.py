@@ -10,7 +10,7 @@ __all__ = ['HOOK_COMMAND', 'HOOK_EVENTS', 'claude_activity', 'last_assistant_tex
 import json, os, sys
 from pathlib import Path
 from ..errors import *
-from .store import SessionStore, check_id, find_root, write_text, LIVE, NEEDS_INPUT
+from .store import SessionStore, check_id, find_root, write_text, state_of, LIVE, NEEDS_INPUT
 
 # %% ../../nbs/15a_agents.hooks.ipynb #acb9b7cb
 HOOK_COMMAND = 'headlesnb hook'  # what `setup` writes into Claude Code's settings: f'{HOOK_COMMAND} {event}'
@@ -58,7 +58,7 @@ def handle_hook(event:str, data:dict, env=None) -> bool:
     root = Path(env['HEADLESNB_ROOT']) if env.get('HEADLESNB_ROOT') else find_root(data.get('cwd') or os.getcwd())
     st = SessionStore(root)
     if not st.exists(sid): return False
-    state = st.read(sid, 'state').strip() or 'pending'
+    state = state_of(st.read(sid, 'state'))
     if event == 'activity':
         if state not in LIVE or not data.get('tool_name'): return False
         st.write(sid, 'activity', claude_activity(str(data['tool_name']), data.get('tool_input'), data.get('cwd')))

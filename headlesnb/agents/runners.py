@@ -6,9 +6,9 @@
 __all__ = ['BUILTIN_AGENTS', 'LAUNCH_SH', 'RESULT_LINES', 'EDIT_OPS', 'ROUND_RESULT_LIMIT', 'proc_start', 'pid_spec',
            'spec_alive', 'process_tree', 'kill_tree', 'tmux_available', 'tmux_literal', 'tmux', 'tmux_sessions',
            'tmux_pane_pids', 'AgentSpec', 'agents_config_paths', 'load_agents', 'load_notify', 'load_routing',
-           'Runners', 'agent_env', 'fill_argv', 'output_tail', 'agent_event', 'agent_summary', 'osc_notification',
-           'announce', 'AgentAborted', 'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner', 'saved_rounds',
-           'rounds_messages', 'git']
+           'Runners', 'agent_env', 'fill_argv', 'session_file', 'output_tail', 'agent_event', 'agent_summary',
+           'osc_notification', 'announce', 'AgentAborted', 'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner',
+           'saved_rounds', 'rounds_messages', 'git']
 
 # %% ../../nbs/16_agents.runners.ipynb #34c6da4b
 import hashlib, json, os, re, shlex, shutil, signal, socket, stat, subprocess, sys, tempfile, threading, time, tomllib, weakref
@@ -184,7 +184,9 @@ def load_agents(root, extra=None) -> dict:
     for p in agents_config_paths(root, extra):
         d = _config(p)
         if d is None: continue
-        for name, a in (d.get('agents') or {}).items():
+        agents = d.get('agents') or {}
+        if not isinstance(agents, dict): raise CorruptFileError(f"{p}: agents must be tables [agents.NAME] (each with command = [...]), not a {type(agents).__name__}")
+        for name, a in agents.items():
             if not _AGENT_NAME.match(name) or name == 'dialog': raise CorruptFileError(f"{p}: bad agent name {name!r}")
             res[name] = _spec(p, name, a)
     return res
@@ -267,10 +269,14 @@ def fill_argv(argv:list, id:str, prompt:str, contract_path) -> list:
     "The agent's arguments with {prompt}, {contract} and {id} filled in (each argument stays one argument)"
     return [a.replace('{prompt}', prompt).replace('{contract}', str(contract_path)).replace('{id}', id) for a in argv]
 
+def session_file(path:Path, mode:str='wb', perm:int=0o644):
+    "Open a session's log or env file for writing (`mode` 'w…' truncates, 'a…' appends), never through a symlink put in its place"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if mode.startswith('a') else os.O_TRUNC)
+    return os.fdopen(os.open(path, flags, perm), mode, **({} if 'b' in mode else dict(encoding='utf-8')))
+
 def _env_file(path:Path, env:dict):
     lines = [f'export {k}={shlex.quote(v)}' for k, v in env.items() if _ENV_NAME.match(k)]
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'w') as f: f.write('\n'.join(lines) + '\n')
+    with session_file(path, 'w', 0o600) as f: f.write('\n'.join(lines) + '\n')
 
 # %% ../../nbs/16_agents.runners.ipynb #27962e1c
 _PROCS = {}  # (root, id) -> Popen of a worker this process started (reaped by a waiter thread)
@@ -307,7 +313,7 @@ def _start_command(self:Runners, id:str, spec:AgentSpec, worktree:bool):
         if pids: self.store.write(id, 'pid', pid_spec(pids[0]))
         if not typed: self.store.write(id, 'delivered', _now())
     else:
-        with open(d / 'output', 'wb') as out:
+        with session_file(d / 'output') as out:
             p = subprocess.Popen(launch, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                  start_new_session=True)
         self.store.write(id, 'pid', pid_spec(p.pid))
@@ -325,7 +331,7 @@ def _start_command(self:Runners, id:str, spec:AgentSpec, worktree:bool):
 def _start_minder(self:Runners, id:str):
     "Start the detached process that watches agent `id`'s screen (`16b_agents.minder`); its 'PID STARTTIME' goes into `minder`"
     d = self.store.path(id)
-    with open(d / 'minder.log', 'ab') as log:
+    with session_file(d / 'minder.log', 'ab') as log:
         p = subprocess.Popen([sys.executable, '-m', 'headlesnb.agents.minder', str(self.root), id], cwd=self.root, stdin=subprocess.DEVNULL,
                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ | dict(PYTHONSAFEPATH='1'))
     self.store.write(id, 'minder', pid_spec(p.pid))
@@ -383,7 +389,7 @@ def osc_notification(text:str, in_tmux:bool) -> bytes:
 
 def _log(st:SessionStore, id:str, line:str):
     p = st.path(id) / 'notify.log'
-    with open(p, 'a', encoding='utf-8') as f: f.write(f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} {line}\n")
+    with session_file(p, 'a') as f: f.write(f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} {line}\n")
 
 # %% ../../nbs/16_agents.runners.ipynb #f1d2b2f6
 def announce(root, s:dict|None, notify:list|None=None) -> str|None:
@@ -913,7 +919,7 @@ def _host_dialog(self:Runners, id:str, workdir:Path):
     "Run pending dialog agent `id`: in a thread of this process, or in a detached process of its own"
     if self.dialog_host == 'thread': return DialogRunner(self, id, workdir).start()
     d = self.store.path(id)
-    with open(d / 'host.log', 'wb') as log:
+    with session_file(d / 'host.log') as log:
         p = subprocess.Popen([sys.executable, '-m', 'headlesnb.agents.tree', 'host', str(self.root), id], cwd=self.root,
                              env=agent_env(self.root, id), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)

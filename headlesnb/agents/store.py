@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['TASK_TYPES', 'STATES', 'LIVE', 'FINISHED', 'SESSION_FILES', 'ERROR', 'NEEDS_INPUT', 'SCOPE_DIR', 'TYPE_TEMPLATES',
-           'WHEN_TO_SPAWN', 'failed', 'check_id', 'id_key', 'parent_of', 'ancestors', 'tmux_name', 'find_root',
-           'write_new', 'write_text', 'read_text', 'SessionStore', 'contract']
+           'WHEN_TO_SPAWN', 'state_of', 'failed', 'check_id', 'id_key', 'parent_of', 'ancestors', 'tmux_name',
+           'find_root', 'write_new', 'write_text', 'read_text', 'SessionStore', 'contract']
 
 # %% ../../nbs/15_agents.store.ipynb #51889dda
 import fcntl, os, re, secrets, shutil, stat, tempfile, time
@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from fastcore.basics import patch
 from ..errors import *
+from ..paths import check_in_root
+from ..utils import read_regular
 
 # %% ../../nbs/15_agents.store.ipynb #d9f8a105
 TASK_TYPES = ('explore', 'implement', 'test', 'review', 'refactor')
@@ -21,6 +23,11 @@ LIVE, FINISHED = ('pending', 'running'), ('done', 'aborted')
 SESSION_FILES = ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'contract.md', 'tmux', 'created_at')
 ERROR = 'error: '  # how the result of every agent that ended in an error starts
 NEEDS_INPUT = 'needs input'  # the activity of a command agent waiting for its user (Claude Code's Notification hook)
+
+def state_of(text:str) -> str:
+    "The state a `state` file's `text` means: '' is pending; a value that is no state (a damaged file) counts as running, never as finished, so abort still stops its worker"
+    t = text.strip() or 'pending'
+    return t if t in STATES else 'running'
 
 def failed(s:dict) -> bool:
     "Did agent `s` end in an error (state `done`, its result the error)?"
@@ -86,33 +93,40 @@ def write_text(path:Path, text:str, durable:bool=False):
         os.unlink(tmp)
         raise
 
+def _kind(path, dir_fd=None) -> str:
+    try: m = os.lstat(path, dir_fd=dir_fd).st_mode
+    except OSError: return 'not a plain file'
+    return 'a symlink' if stat.S_ISLNK(m) else 'a folder' if stat.S_ISDIR(m) else 'a FIFO' if stat.S_ISFIFO(m) else 'not a plain file'
+
 def read_text(path:Path, dir_fd:int|None=None) -> str:
-    "The text of `path` (a name in the open folder `dir_fd`, if given), '' when it does not exist (plain `os` calls: a tree of agents reads hundreds of these)"
-    try: fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
+    "The text of `path` (a name in the open folder `dir_fd`, if given), '' when it does not exist; CorruptFileError naming it when it is a symlink, FIFO, device or folder (never read through, never waited on)"
+    try: data = read_regular(path, dir_fd=dir_fd, flags=os.O_NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError): return ''
-    try:
-        chunks = []
-        while (b := os.read(fd, 1 << 16)): chunks.append(b)
-    finally: os.close(fd)
-    return b''.join(chunks).decode('utf-8', errors='replace')
+    except OSError: raise CorruptFileError(f"{path} is {_kind(path, dir_fd)}: an agent's files are plain files, so it is not read; remove it") from None
+    return data.decode('utf-8', errors='replace')
 
 # %% ../../nbs/15_agents.store.ipynb #9eea4b1c
 class SessionStore:
     "scope's files under `ROOT/.scope`: one folder of small text files per session, and the `next_id` counter"
     def __init__(self, root):
-        self.root = Path(root)
+        self.root = Path(root).expanduser().resolve()
         self.dir = self.root / SCOPE_DIR
         self.sessions = self.dir / 'sessions'
         self._seen = {}  # id -> (the stat signature of its files, the session read then): see `load_all`
 
     def ensure(self) -> Path:
-        "Create `.scope/sessions/` (and `.scope/.gitignore`, so `.scope/` never shows in `git status`)"
+        "Create `.scope/sessions/` (and `.scope/.gitignore`, so `.scope/` never shows in `git status`); refused when either is a symlink"
+        check_in_root(self.root, self.sessions, 'agents folder')  # (a repository can commit a symlinked .scope: nothing is made through it)
         self.sessions.mkdir(parents=True, exist_ok=True)
         gi = self.dir / '.gitignore'
         if not gi.exists(): write_text(gi, '*\n')
         return self.dir
 
-    def path(self, id:str) -> Path: return self.sessions / check_id(id)
+    def path(self, id:str) -> Path:
+        "Session `id`'s folder, refused (`PathOutsideRootError`) when a symlink is on its way: every file of a session is read and written through this"
+        p = self.sessions / check_id(id)
+        check_in_root(self.root, p, 'agent folder')
+        return p
     def exists(self, id:str) -> bool: return self.path(id).is_dir()
     def read(self, id:str, name:str) -> str: return read_text(self.path(id) / name)
 
@@ -131,8 +145,9 @@ class SessionStore:
     @contextmanager
     def lock(self, id:str|None=None):
         "An exclusive lock across processes: scope's id lock, or (with `id`) one session's state lock"
+        if id is None: check_in_root(self.root, self.dir, 'agents folder')
         p = self.dir / 'next_id.lock' if id is None else self.path(id) / '.lock'
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -156,6 +171,8 @@ def _next_id(self:SessionStore, parent:str) -> str:
 @patch
 def create(self:SessionStore, parent:str, files:dict, fill=None) -> str:
     "Create a session under `parent` holding `files` (name -> text); `fill(id, folder)` may add files that need the id"
+    for name, text in files.items():  # (before anything is made: no argument, environment or file of an agent can carry one)
+        if '\x00' in text: raise BadArgumentError(f"the {name} cannot hold a NUL character (\\x00): remove it")
     self.ensure()
     tmp = Path(tempfile.mkdtemp(dir=self.sessions, prefix='.new-'))
     try:
@@ -176,13 +193,18 @@ _FIELDS = ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result'
 @patch
 def load(self:SessionStore, id:str) -> dict|None:
     "Session `id` as a dict, or None when there is no such session"
-    try: d = os.open(self.path(id), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # (its files are then opened by name, each path not built and resolved again)
+    try: d = os.open(self.path(id), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)  # (its files are then opened by name, each path not built and resolved again)
     except (FileNotFoundError, NotADirectoryError): return None
+    f, bad = {}, []
     try:
         present = set(os.listdir(d))  # one directory read instead of a failed open per missing file
-        f = {n: read_text(n, d) if n in present else '' for n in _FIELDS}
+        for n in _FIELDS:
+            try: f[n] = read_text(n, d) if n in present else ''
+            except CorruptFileError: f[n] = '?' if n == 'state' else ''; bad.append(f'{n} is {_kind(n, d)}')  # (a state unread: running, not finished)
     finally: os.close(d)
-    return dict(id=id, status=f['state'].strip() or 'pending', activity=f['activity'].strip(), result=f['result'],
+    if f['state'].strip() not in STATES + ('', '?'): bad.append(f"state holds {f['state'].strip()[:40]!r}, no state (taken as running)")
+    damaged = f"damaged: in {SCOPE_DIR}/sessions/{id}/, {'; '.join(bad)}: fix or remove it" if bad else ''  # (the agent is shown, never hidden)
+    return dict(id=id, status=state_of(f['state']), activity=damaged or f['activity'].strip(), result=f['result'], damaged=damaged,
                 task=f['task'].strip(), task_type=f['task_type'].strip() or 'implement', parent=f['parent'].strip(),
                 agent=f['agent'].strip() or 'claude-code', created_at=f['created_at'].strip(), tmux=(f['tmux'] or f['tmux_session']).strip(),  # (scope's UX redesign names it tmux_session)
                 inputs=[l for l in f['inputs'].split('\n') if l], runner=f['runner'].strip(), host=f['host'].strip(),
@@ -195,18 +217,20 @@ _RACY_NS = 1_000_000_000  # file times are coarse (a few ms here, 2 s on FAT): a
 def _signature(folder:str) -> tuple:
     "Inode, size and times of each file of a session folder that `load` reads: equal signatures, equal sessions"
     return tuple((n, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-                 for n in sorted(set(os.listdir(folder)).intersection(_FIELDS)) for st in (os.stat(os.path.join(folder, n)),))
+                 for n in sorted(set(os.listdir(folder)).intersection(_FIELDS)) for st in (os.lstat(os.path.join(folder, n)),))
 
 @patch
 def load_all(self:SessionStore) -> list:
     "Every session, in id order; one whose files have the signature they had when last read is not read again"
     res, seen, base = [], {}, str(self.sessions)
+    check_in_root(self.root, self.sessions, 'agents folder')  # (a symlinked .scope or sessions folder: a clear error, nothing read through it)
     for i in self.ids():
         now = time.time_ns()
         try: sig = _signature(os.path.join(base, i))  # (taken before the read: a write in between changes it for the next call)
         except OSError: sig = None  # (a file went away meanwhile)
         old = self._seen.get(i)
-        s = old[1] if sig is not None and old is not None and old[0] == sig else self.load(i)
+        try: s = old[1] if sig is not None and old is not None and old[0] == sig else self.load(i)
+        except PathOutsideRootError: continue  # (a session folder that is a symlink is no session of ours)
         if s is None: continue
         if sig is not None and all(max(f[3], f[4]) < now - _RACY_NS for f in sig): seen[i] = (sig, s)
         res.append(dict(s))
@@ -220,7 +244,7 @@ def transition(self:SessionStore, id:str, to:str, frm=LIVE, durable:bool|None=No
     if to not in STATES: raise BadArgumentError(f"state must be one of {', '.join(STATES)}, not {to!r}")
     if not self.exists(id): raise NotFoundError(f"no agent {id} under {self.root}")
     with self.lock(id):
-        if (self.read(id, 'state').strip() or 'pending') not in frm: return False
+        if state_of(self.read(id, 'state')) not in frm: return False
         for name, text in files.items(): self.write(id, name, text, durable=name == 'result')
         self.write(id, 'state', to, durable=to in FINISHED if durable is None else durable)  # an end is flushed to disk; `running` need not be
     return True
