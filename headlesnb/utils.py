@@ -9,7 +9,6 @@ __all__ = ['PATTERN_MAX', 'SEARCH_SECONDS', 'HASH_LEN', 'cap_text', 'strip_ansi'
 
 # %% ../nbs/01_utils.ipynb #9c9de400
 import errno, functools, hashlib, os, re, stat, sys, time
-import regex
 from datetime import datetime, timezone
 from .errors import BadArgumentError, ConflictError
 
@@ -95,6 +94,7 @@ SEARCH_SECONDS = 2.0    # seconds one search may take, over everything it looks 
 class SafePattern:
     "A caller's pattern (regex, or literal text), searched under a time limit"
     def __init__(self, pattern:str, is_regex:bool=True, ignore_case:bool=False, seconds:float=SEARCH_SECONDS):
+        import regex  # (here: Claude Code's hooks import this module on every tool call, and most never search)
         check_str(pattern, 'pattern')
         if len(pattern) > PATTERN_MAX: raise BadArgumentError(f"the pattern is {len(pattern):,} characters long; the limit is {PATTERN_MAX:,}")
         flags = regex.DOTALL | regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)

@@ -225,7 +225,8 @@ def test_hook_loads_only_the_session_store(root):
     r = subprocess.run([sys.executable, '-c', probe], input=json.dumps(ev), capture_output=True, text=True, cwd=root,
                        env=dict(os.environ, SCOPE_SESSION_ID=i, HEADLESNB_ROOT=str(root)), timeout=60)
     assert r.stdout.split(' ', 1) == ['0', "['headlesnb', 'headlesnb.agents', 'headlesnb.agents.hooks', 'headlesnb.agents.store', 'headlesnb.errors', "
-           "'headlesnb.fronts', 'headlesnb.startup']\n"], r  # (startup: what `import headlesnb` defers, see 00a_startup)
+           "'headlesnb.fronts', 'headlesnb.paths', 'headlesnb.startup', 'headlesnb.utils']\n"], r  # (startup: what `import headlesnb` defers, see 00a_startup;
+    # paths and utils: the store's checks that a session file is under the root and a regular file)
     assert SessionStore(root).read(i, 'activity') == 'reading a.py'
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import *
 from ..agents.tree import (AgentManager, find_root, write_text, read_text, LIVE, FINISHED, TASK_TYPES,
                               poll_json, shown_status, NEEDS_INPUT, GLYPHS)
-from ..agents.runners import tmux, tmux_sessions, tmux_available
+from ..agents.runners import tmux, tmux_literal, tmux_sessions, tmux_available
 from ..agents.hooks import *
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #6ec4b804
@@ -239,7 +239,7 @@ def tree_in_tmux(root, agent:str|None=None) -> int:
     name = tree_session(root)
     if tmux('has-session', '-t', f'={name}').returncode:
         cols, rows = shutil.get_terminal_size()
-        r = tmux('new-session', '-d', '-s', name, '-c', str(root), '-x', str(cols), '-y', str(rows), *argv)
+        r = tmux('new-session', '-d', '-s', name, '-c', tmux_literal(str(root)), '-x', str(cols), '-y', str(rows), *argv)  # (-c is expanded as a format)
         if r.returncode: raise KernelError(f"tmux could not start session {name}: {r.stderr.strip()} (run with --here to stay in this terminal)")
         tmux('set-option', '-t', f'={name}', 'mouse', 'on')  # (this session only) a click moves between the tree and the agent
     return subprocess.run(['tmux', 'attach-session', '-t', f'={name}']).returncode
@@ -602,7 +602,8 @@ def _transcript(agents, id, head):
     end = [f"── {shown_status(s)}: {s['result']}"] if s['status'] in FINISHED else []
     if s['agent'] != 'dialog':
         if s['activity'] == NEEDS_INPUT and s['screen']: parts.append(f"⚑ it asks you (answer in its own session):\n\n{s['screen']}")
-        out = read_text(d / 'output')
+        try: out = read_text(d / 'output')
+        except HeadlesnbError as e: out = f"(its output cannot be shown: {e})"  # (a FIFO or a link there: named, not read)
         return '\n\n'.join(parts + ([out.rstrip('\n')] if out.strip() else ['(no output yet)'] if s['status'] in LIVE else []) + end)
     try: nb = json.loads(read_text(d / 'dialog.ipynb') or '{}')
     except ValueError: return '\n\n'.join(parts + ['(the dialog is being written)'])

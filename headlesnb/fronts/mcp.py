@@ -962,7 +962,9 @@ async def execute_prompt(self:DialogTools,
         return self.dm.execute_prompt(msg_id, dialog_name)
     def fmt(r):
         calls = f" after {_plural(len(r['tool_calls']), 'tool call')}" if r['tool_calls'] else ''
-        return [cap_text(f"reply to {r['id']}{calls}:\n{r['reply']}", self.opts.text_limit)]
+        cut = ' (interrupted: the reply so far)' if r.get('status') == 'interrupted' else ''
+        bad = ''.join(f"\nnot offered as a tool: {n} ({why})" for n, why in (r.get('bad_tools') or {}).items())
+        return [cap_text(f"reply to {r['id']}{calls}{cut}:\n{r['reply']}{bad}", self.opts.text_limit)]
     return await self._run(ctx, self._threaded(call), fmt, 'prompt', 0, 0)
 
 @patch
@@ -1047,7 +1049,8 @@ async def rm_dialog(self:DialogTools, dialog_name:Annotated[str, Field(descripti
 async def interrupt_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
     "Stop the code running in a dialog's kernel and drop its queued runs."
     return await self._do(lambda: self.dm.interrupt(dialog_name),
-                          lambda d: ('interrupted the running code' if d['interrupted'] else 'nothing was running') +
+                          lambda d: ('stopped the prompt being answered' if d.get('prompts') else 'interrupted the running code' if d['interrupted']
+                                     else 'nothing was running') +
                                     (f"; dropped {_plural(d['dropped'], 'queued run')}" if d['dropped'] else ''))
 
 @patch
