@@ -219,7 +219,7 @@ def test_cells_and_skip_tag_on_a_notebook_with_parameters(tmp_path):
     assert out.cells[0].source == 'n = 1' and out.cells[1].source.endswith('n = 8\n')
     for bad, says in ((['--cells', '1-x'], "'1-x' is not an index"), (['--cells', '9'], 'names cells the notebook lacks (it has 5 cells'),
                       (['--cells', 'id:zz'], "no cell with id 'zz'"), (['--skip-tag', ''], '--skip-tag needs a tag name'),
-                      (['--total-timeout', '0'], "'0': must be more than 0")):
+                      (['--total-timeout', '0'], "'0': must be a number of seconds more than 0")):
         r = hb(src, tmp_path / 'bad.ipynb', *bad)
         assert r.returncode == 2 and says in r.stderr, (bad, r.stderr)
         assert not (tmp_path / 'bad.ipynb').exists()
