@@ -50,3 +50,12 @@ def run_text(r) -> str:
     "The text of a kernel run's last output"
     o = r.outputs[-1]
     return ''.join(o['data']['text/plain']) if 'data' in o else ''.join(o.get('text', o.get('evalue', '')))
+
+def joined_streams(outputs) -> list:
+    "Outputs with each run of stream outputs of one name as one: ipykernel cuts a stream into messages by time (under load a print comes in two)"
+    res = []
+    for o in outputs:
+        if o.get('output_type') == 'stream' and res and res[-1].get('output_type') == 'stream' and res[-1]['name'] == o['name']:
+            res[-1] = {**res[-1], 'text': ''.join(res[-1]['text']) + ''.join(o['text'])}
+        else: res.append(o if o.get('output_type') != 'stream' else {**o, 'text': ''.join(o['text'])})
+    return res

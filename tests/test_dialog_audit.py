@@ -1,44 +1,23 @@
 """Dialog fixes from an audit, checked across a process boundary: `headlesnb serve` as a real subprocess (its prompts
 answered by tests/fake_anthropic.py through ANTHROPIC_BASE_URL), and a real python3 kernel for prompt tools.
 Every server process is stopped by PID at the end of its test."""
-import json, os, re, subprocess, sys, threading, time
+import json, os, re, time
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import free_port
 from fake_anthropic import FakeAnthropic
+import test_serve_audit as serve_audit
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(300)
 
 
 @contextmanager
 def serve(root: Path, fake: FakeAnthropic | None = None, *args):
-    "`headlesnb serve --root root` on a free port (this repo's code, prompts sent to `fake`): an httpx client for it"
-    port, log = free_port(), root.parent / f'{root.name}-serve.log'
-    env = {**os.environ, 'PYTHONPATH': str(REPO), 'ANTHROPIC_API_KEY': 't'}
-    if fake is not None: env['ANTHROPIC_BASE_URL'] = fake.url
-    with open(log, 'w') as out:
-        proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port), *args],
-                                cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-    http = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=60)
-    try:
-        end = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, f'the server exited ({proc.returncode}):\n{log.read_text()}'
-            try:
-                if http.get('/health', timeout=1).json() == {'ok': True}: break
-            except httpx.TransportError: pass
-            assert time.monotonic() < end, f'the server did not answer /health within 30 s:\n{log.read_text()}'
-            time.sleep(0.1)
-        yield http
-    finally:
-        http.close()
-        proc.terminate()
-        try: proc.wait(15)
-        except subprocess.TimeoutExpired: proc.kill(); proc.wait(5)
+    "`headlesnb serve --root root` (test_serve_audit's), prompts sent to `fake`: an httpx client for it"
+    env = {'ANTHROPIC_API_KEY': 't', **({'ANTHROPIC_BASE_URL': fake.url} if fake is not None else {})}
+    with serve_audit.serve(root, *args, env=env, timeout=60) as (http, log): yield http
 
 
 def post(http, ep, **data) -> httpx.Response: return http.post(f'/{ep}', data=data)

@@ -7,7 +7,7 @@ import nbformat, pytest, requests
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
-from conftest import free_port, interrupt_soon, run_text
+from conftest import free_port, interrupt_soon, joined_streams, run_text
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
 from headlesnb.kernels.remote import RemoteKernel
 from headlesnb.base import make_kernel
@@ -90,15 +90,6 @@ PROBES = [
     'x * 2',
 ]
 
-def _joined(outputs):
-    "Outputs with each run of stream outputs of one name as one: ipykernel cuts a stream into messages by time (under load, a print may come in two)"
-    res = []
-    for o in outputs:
-        if o.get('output_type') == 'stream' and res and res[-1].get('output_type') == 'stream' and res[-1]['name'] == o['name']:
-            res[-1] = {**res[-1], 'text': ''.join(res[-1]['text']) + ''.join(o['text'])}
-        else: res.append(o if o.get('output_type') != 'stream' else {**o, 'text': ''.join(o['text'])})
-    return res
-
 def _norm(v):
     if isinstance(v, str): return re.sub(r'ipykernel_\d+/\d+\.py', 'ipykernel_N/N.py', re.sub(r'0x[0-9a-f]+', '0xADDR', v))
     if isinstance(v, dict): return {k: _norm(x) for k, x in v.items()}
@@ -109,13 +100,13 @@ def test_outputs_are_nbclients(server, rk):
     "The same cells through nbclient on a local kernel and through the remote kernel: identical stored outputs"
     nb = new_notebook(cells=[new_code_cell(c) for c in PROBES])
     NotebookClient(nb, kernel_name='python3', allow_errors=True).execute()
-    theirs = [(c.get('execution_count'), _norm(_joined(c['outputs']))) for c in json.loads(nbformat.writes(nb))['cells']]
+    theirs = [(c.get('execution_count'), _norm(joined_streams(c['outputs']))) for c in json.loads(nbformat.writes(nb))['cells']]
     results = [rk.run(c) for c in PROBES]
     for r in results:
         for u in r.display_updates:
             earlier = next(x for x in results if x.execution_count == u['execution_count'])
             earlier.outputs[u['output_index']].update(data=u['data'], metadata=u['metadata'])
-    ours = [(r.execution_count, _norm(_joined(r.outputs))) for r in results]
+    ours = [(r.execution_count, _norm(joined_streams(r.outputs))) for r in results]
     for i, (t, o) in enumerate(zip(theirs, ours)): assert o == t, f'{server.name}, cell {i+1} differs:\n{PROBES[i]}\nnbclient: {t}\nours:     {o}'
     assert results[0].started < results[0].ended and rk.kernel_id in server.kernel_ids()
 

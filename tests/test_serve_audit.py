@@ -22,14 +22,14 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @contextmanager
-def serve(root: Path, *args):
-    "`headlesnb serve --root root ARGS` on a free port: (an httpx client, the log's path); stopped by PID at the end"
-    port, log = free_port(), root.parent / 'server.log'
-    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep)}
+def serve(root: Path, *args, env:dict|None=None, timeout:float=10):
+    "`headlesnb serve --root root ARGS` on a free port (`env` added to ours): (an httpx client, the log's path); stopped by PID at the end"
+    port, log = free_port(), root.parent / f'{root.name}-serve.log'
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep), **(env or {})}
     with open(log, 'w') as out:
         proc = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port), *args],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    http = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=10)
+    http = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=timeout)
     try:
         end = time.monotonic() + 30
         while True:

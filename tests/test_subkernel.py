@@ -1,7 +1,7 @@
 "SubprocessKernel against real kernels: nbclient's outputs, isolation, deaths survived, hard stops, parallel runs, no orphans"
 import json, os, re, signal, subprocess, sys, textwrap, threading, time
 import nbformat, psutil, pytest
-from conftest import interrupt_soon, run_text
+from conftest import interrupt_soon, joined_streams, run_text
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -41,15 +41,6 @@ PROBES = [
 
 _VOLATILE = [(re.compile(r'0x[0-9a-f]+'), '0xADDR'), (re.compile(r'ipykernel_\d+/\d+\.py'), 'ipykernel_N/N.py')]
 
-def _joined(outputs):
-    "Outputs with each run of stream outputs of one name as one: ipykernel cuts a stream into messages by time (under load, a print may come in two)"
-    res = []
-    for o in outputs:
-        if o.get('output_type') == 'stream' and res and res[-1].get('output_type') == 'stream' and res[-1]['name'] == o['name']:
-            res[-1] = {**res[-1], 'text': ''.join(res[-1]['text']) + ''.join(o['text'])}
-        else: res.append(o if o.get('output_type') != 'stream' else {**o, 'text': ''.join(o['text'])})
-    return res
-
 def _norm(v):
     if isinstance(v, str):
         for rx, s in _VOLATILE: v = rx.sub(s, v)
@@ -63,13 +54,13 @@ def test_outputs_are_nbclients():
     nb = new_notebook(cells=[new_code_cell(c) for c in PROBES])
     NotebookClient(nb, kernel_name='python3', allow_errors=True).execute()
     stored = json.loads(nbformat.writes(nb))['cells']  # as the file holds it
-    theirs = [(c.get('execution_count'), _norm(_joined(c['outputs']))) for c in stored]
+    theirs = [(c.get('execution_count'), _norm(joined_streams(c['outputs']))) for c in stored]
     with SubprocessKernel() as k: results = [k.run(c) for c in PROBES]
     for r in results:  # a later cell's update of an earlier display: applied where nbclient applies it
         for u in r.display_updates:
             earlier = next(x for x in results if x.execution_count == u['execution_count'])
             earlier.outputs[u['output_index']].update(data=u['data'], metadata=u['metadata'])
-    ours = [(r.execution_count, _norm(_joined(r.outputs))) for r in results]
+    ours = [(r.execution_count, _norm(joined_streams(r.outputs))) for r in results]
     for i, (t, o) in enumerate(zip(theirs, ours)): assert o == t, f'cell {i+1} differs:\n{PROBES[i]}\nnbclient: {t}\nours:     {o}'
     assert len(ours) == len(theirs) == len(PROBES)
     assert ours[5][1] == [] and "'third'" in ''.join(ours[4][1][0]['data']['text/plain'])  # the update really landed earlier
