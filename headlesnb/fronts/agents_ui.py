@@ -493,7 +493,8 @@ def tui_classes() -> dict:
 
         def say(self, text:str, **kw):
             "A notification of `text` as it is (printable, not read as markup: an error may quote a task or a name)"
-            self.notify(printable(text), markup=False, **kw)
+            from rich.markup import escape  # (textual's notify takes markup=False only from 2.x: escaped, any textual >= 1.0 shows it as it is)
+            self.notify(escape(printable(text)), **kw)
 
         def action_interrupt(self):
             "Ctrl-C: quit, with exit status 130 (as a command stopped by Ctrl-C; `q` quits with 0)"
