@@ -9,9 +9,9 @@ __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', '
            'SearchIndex', 'open_codemap']
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #90927874
-import fcntl, hashlib, json, os, pickle, queue, re, sqlite3, stat, subprocess, sys, tempfile, threading, time, warnings
+import errno, fcntl, hashlib, json, logging, os, pickle, queue, re, sqlite3, stat, subprocess, sys, tempfile, threading, time, warnings
 from bisect import bisect_right
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,7 +43,7 @@ def lang_of(path:str) -> str|None:
 # Which node kinds are definitions, names, calls and imports, read from each grammar's own list of kinds: one rule
 # for every language of the pack, so a grammar we never looked at still gives its functions and classes
 _DEF = re.compile(r'^(?:abstract_|generator_)?(class|function|method|struct|interface|enum|trait|impl|module|namespace|'
-                  r'constructor|union|protocol|object|record|macro|singleton_method|internal_module|type_alias|type_spec|type(?=_definition))'
+                  r'constructor|union|protocol|object|record|macro|singleton_method|internal_module|type_alias|type_spec|type(?=_definition)|mod(?=_item))'
                   r'(?:_(?:definition|declaration|item|specifier|alias_declaration|alias_statement))?$')
 _REF = re.compile(r'^(identifier|type_identifier|field_identifier|property_identifier|constant|simple_identifier|name|'
                   r'private_property_identifier|package_identifier|namespace_identifier)$')
@@ -52,7 +52,7 @@ _CALL = re.compile(r'^(call|call_expression|method_invocation|macro_invocation|i
 _IMPORT = re.compile(r'^(import_statement|import_from_statement|future_import_statement|import_declaration|import_spec|'
                      r'use_declaration|preproc_include|import_header|namespace_use_declaration)$')
 _BASES = re.compile(r'superclass|heritage|base_class|extends|implements|super_interfaces|delegation_specifier|inheritance')
-_KIND = {'type_spec': 'type', 'type_alias': 'type', 'internal_module': 'namespace', 'singleton_method': 'method', 'impl': 'impl'}
+_KIND = {'type_spec': 'type', 'type_alias': 'type', 'internal_module': 'namespace', 'singleton_method': 'method', 'impl': 'impl', 'mod': 'module'}  # (Rust's `mod a { }`)
 _WORD = re.compile(rb'[A-Za-z_$][\w$]*')
 _GENERIC = re.compile(r'<.*', re.S)  # `Stack<T>` is Stack
 _GENERIC_ARGS = re.compile(rb'<[^<>]*(?:<[^<>]*>[^<>]*)*>')  # `Base<T, U>` is Base
@@ -93,7 +93,7 @@ def _name_node(n):
     if t == 'variable_declarator':  # JS/TS `const f = () => ...`: a definition only when it holds a function or class
         v = n.child_by_field_name('value')
         return n.child_by_field_name('name') if v is not None and v.type in _FN_VALUES else None
-    if t.endswith('_specifier') and n.child_by_field_name('body') is None: return None  # `struct s x;` uses s
+    if (t.endswith('_specifier') or t == 'mod_item') and n.child_by_field_name('body') is None: return None  # `struct s x;` uses s; Rust's `mod a;` is a.rs
     if (c := n.child_by_field_name('name')) is not None: return c
     if (c := n.child_by_field_name('declarator')) is not None:  # C/C++: the name sits inside nested declarators
         while (d := c.child_by_field_name('declarator')) is not None: c = d
@@ -376,6 +376,41 @@ class Symbol:
     cell: str|None = None  # notebooks and dialogs: the code cell it is in (its lines are then the cell's own)
     module: str|None = None  # nbdev: where the module made from its notebook has it ('path:line')
 
+def _file_id(p:Path) -> tuple|None:
+    "What tells file `p` from another put in its place (None: there is none)"
+    try: st = os.stat(p)
+    except OSError: return None
+    return st.st_dev, st.st_ino
+
+def _damaged(e) -> bool:
+    "Whether SQLite error `e` says the index file is damaged (or not a database at all)"
+    return getattr(e, 'sqlite_errorcode', 0) & 0xff in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+def _index_error(db:Path, e:Exception) -> Exception:
+    "What to raise for error `e` on index `db`: not being allowed to write it is a `ConflictError` naming the file and the fix; the rest is `e`"
+    if isinstance(e, PermissionError) or getattr(e, 'errno', None) == errno.EROFS or \
+       getattr(e, 'sqlite_errorcode', 0) & 0xff in (sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+        return ConflictError(f"cannot write the code index {db} ({e}): make {db.parent} and the files in it writable "
+                             "(chmod u+w; chattr -i if immutable); the code map keeps its index there")
+    return e
+
+@contextmanager
+def _index_errors(db:Path):
+    try: yield
+    except (OSError, sqlite3.Error) as e:
+        if (x := _index_error(db, e)) is e: raise
+        raise x from None
+
+@contextmanager
+def _writing(db:Path, wait:bool):
+    "Hold the index's writer lock (a `flock` beside `db`, let go by the OS if this process dies): True, or False when busy and not `wait`"
+    with open(db.with_name(db.name + '.lock'), 'a+b') as f:
+        try: fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False; return
+        try: yield True
+        finally: fcntl.flock(f, fcntl.LOCK_UN)
+
 class CodeMap:
     "The code index of `root`: kept in SQLite at `db` (default `ROOT/.headlesnb/codemap.sqlite`), caught up by `refresh`"
     def __init__(self, root, db=None, exclude=(), workers:int|None=None, max_file_bytes:int=2_000_000, scorer=None):
@@ -387,23 +422,54 @@ class CodeMap:
         self.lock, self.generation, self.recent = threading.RLock(), 0, []  # recent: paths changed lately, newest first
         self._cache, self._cache_gen, self._pkgs, self._mem, self._ranking, self._search, self._qidx = {}, None, {}, None, None, None, {}
         self._search_thread = self._prep = None
+        self._reopen = False  # the last refresh could not write: the next one opens the index again
         self.sources, self._shadow, self._exports, self._view = {}, {}, {}, None  # nbdev: see `_link`
         self._rank_lock, self._search_lock = threading.Lock(), threading.Lock()
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        if self.db_path.parent == self.root / '.headlesnb' and not (gi := self.db_path.parent / '.gitignore').exists():
-            gi.write_text('*\n')  # git never picks up the index
-        self.con = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
-        self.con.execute('PRAGMA journal_mode=WAL'); self.con.execute('PRAGMA synchronous=NORMAL')
-        self.con.executescript(_SCHEMA)
-        if self._meta('version') != SCHEMA_VERSION or self._meta('root') != str(self.root):
-            self.con.executescript('DELETE FROM files; DELETE FROM symbols; DELETE FROM refs;')
-            self._set_meta(version=SCHEMA_VERSION, root=str(self.root))
-        self.known, self.files = {}, {}  # path -> (id, mtime, size, hash); id -> (path, module, cells, lang)
+        with _index_errors(self.db_path):
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            if self.db_path.parent == self.root / '.headlesnb' and not (gi := self.db_path.parent / '.gitignore').exists():
+                gi.write_text('*\n')  # git never picks up the index
+            with _writing(self.db_path, True): self._connect()  # (a build under way in another process is waited for)
+
+    def _connect(self, fresh:bool=False):
+        """Open the index and read it back (under the writer lock). One made for another root or schema is emptied; a
+        damaged one is removed and made anew (`fresh`): it is a cache of the files"""
+        while True:
+            if fresh:
+                for p in (self.db_path, *(self.db_path.with_name(self.db_path.name + s) for s in ('-wal', '-shm'))): p.unlink(missing_ok=True)
+            self.con = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+            try:
+                self.con.execute('PRAGMA journal_mode=WAL'); self.con.execute('PRAGMA synchronous=NORMAL')
+                self.con.executescript(_SCHEMA)
+                if self._meta('version') != SCHEMA_VERSION or self._meta('root') != str(self.root):
+                    self.con.executescript('DELETE FROM files; DELETE FROM symbols; DELETE FROM refs;')
+                    gen = max(self.generation, int(self._meta('generation') or 0)) + 1  # (what was made from it before is out of date)
+                    self._set_meta(version=SCHEMA_VERSION, root=str(self.root), generation=gen)
+                self._file = _file_id(self.db_path)
+                return self._load()
+            except sqlite3.DatabaseError as e:
+                self.con.close()
+                if fresh or not _damaged(e): raise
+                fresh = True
+
+    def _load(self):
+        "Read the index's files back (at the start, and once another process wrote the index: what it wrote replaces ours)"
+        known, files, sources = {}, {}, {}  # path -> (id, mtime, size, hash); id -> (path, module, cells, lang); id -> nbdev source
         for i, p, m, s, h, mod, cells, lang, src in self.con.execute('SELECT id, path, mtime, size, hash, module, cells, lang, source FROM files'):
-            self.known[p] = (i, m, s, h); self.files[i] = (p, mod or '', json.loads(cells) if cells else None, lang)
-            if src: self.sources[i] = json.loads(src)
+            known[p] = (i, m, s, h)
+            if mod is None: continue  # skipped (binary, too large, unreadable): not read again until it changes, and not code to show
+            files[i] = (p, mod, json.loads(cells) if cells else None, lang)
+            if src: sources[i] = json.loads(src)
+        self.known, self.files, self.sources, self._exports, self._mem = known, files, sources, {}, None
         self.generation = int(self._meta('generation') or 0)
         self._link()
+
+    def _discard(self):
+        "Make a damaged index anew, empty (the next refresh fills it from the files); what was made from it goes too"
+        with _writing(self.db_path, True):
+            self.con.close()
+            self._connect(fresh=True)
+        self._ranking = self._search = None
 
     def _meta(self, k): return (r := self.con.execute('SELECT value FROM meta WHERE key=?', (k,)).fetchone()) and r[0]
     def _set_meta(self, **kw): self.con.executemany('INSERT OR REPLACE INTO meta VALUES (?, ?)', [(k, str(v)) for k, v in kw.items()])
@@ -432,14 +498,19 @@ def _walk_files(root:Path, exclude=(), limit:int|None=None) -> list:
         if limit is not None and (code := code + sum(lang_of(f) is not None for f in files)) > limit: break
     return res
 
+# A control character (the workspace refuses them in names: `headlesnb.paths`) or another character that ends a line: a
+# file name holding one, written into the model's context as a line of the tree or of a search, could end a section
+# there and start one of its own making. And the bidirectional controls, which make a name read as another ("Trojan Source")
+_CONTROL = re.compile('[\x00-\x1f\x7f\x85\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]')
+
 def list_code(root:Path, exclude=(), max_file_bytes:int=2_000_000, limit:int|None=None) -> dict|None:
     """{path: stat} of the code files to index under `root`: hidden, excluded, ignored, out-of-root and huge files, and names
-    UTF-8 cannot hold, left out; None when there are more than `limit`"""
+    UTF-8 cannot hold or with a control character (`_CONTROL`), left out; None when there are more than `limit`"""
     paths = _git_files(root)
     if paths is None: paths = _walk_files(root, exclude, limit)
     res, root = {}, str(root)
     for rel in paths:
-        if lang_of(rel) is None or not utf8_ok(rel): continue  # (a name with a byte the file system could not decode: neither the index nor a model's text can hold it)
+        if lang_of(rel) is None or not utf8_ok(rel) or _CONTROL.search(rel): continue  # (a byte the file system could not decode: neither the index nor a model's text can hold it)
         parts = rel.split('/')
         if any(p.startswith('.') or p in _SKIP_DIRS or p in exclude for p in parts): continue
         full = os.path.join(root, rel)
@@ -539,9 +610,25 @@ def _parse_all(self:CodeMap, jobs:list, progress=None):
 def refresh(self:CodeMap, progress=None, listed:dict|None=None, wait:bool=True) -> dict:
     """Catch up with the disk: index new and changed files (mtime and size, then hash), drop removed ones. `listed`: the
     files (`list_code`), when the caller listed them already. One process writes the index at a time: without `wait`, a
-    refresh while another process writes it does nothing (busy=True)"""
-    with self.lock, _writing(self.db_path, wait) as mine:
+    refresh while another process writes it does nothing (busy=True). A damaged index is made anew from the files; one
+    that cannot be written is a `ConflictError` naming it"""
+    with self.lock:
+        try: return self._refresh(progress, listed, wait)
+        except (OSError, sqlite3.DatabaseError) as e:
+            if not _damaged(e):
+                self._reopen = True  # by the next refresh: a connection made while the index was read-only stays so
+                with suppress(sqlite3.Error): self._load()  # what the index holds, not what this refresh did before it failed
+                raise _index_error(self.db_path, e) from None
+        self._discard()
+        return self._refresh(progress, listed, wait)
+
+@patch
+def _refresh(self:CodeMap, progress, listed, wait) -> dict:
+    with _writing(self.db_path, wait) as mine:
         if not mine: return dict(files=len(self.known), changed=0, removed=0, seconds=0.0, busy=True)
+        if self._reopen or _file_id(self.db_path) != self._file:  # (or the index was removed, or made anew by another process)
+            self.con.close(); self._connect(); self._reopen = False
+        elif int(self._meta('generation') or 0) != self.generation: self._load()  # another process wrote it since: from what it wrote
         t0 = time.perf_counter()
         self._pkgs = {}
         if listed is None: listed = self._listed()
@@ -575,10 +662,13 @@ def refresh(self:CodeMap, progress=None, listed:dict|None=None, wait:bool=True) 
                                  json.dumps(res.get('cells')), res.get('skip') or res.get('error'), src))
                     fid = cur.lastrowid
                 self.known[rel] = (fid, st.st_mtime_ns, st.st_size, res['hash'])
-                self.files[fid] = (rel, res.get('module') or '', res.get('cells'), lang_of(rel))
-                if res.get('source'): self.sources[fid] = res['source']
-                else: self.sources.pop(fid, None)
-                if self._mem is not None: self._mem[fid] = [s[:8] for s in sorted(res.get('syms', ()), key=lambda s: s[3])]
+                self.sources.pop(fid, None)
+                if self._mem is not None: self._mem.pop(fid, None)
+                if res.get('skip'): self.files.pop(fid, None)  # known, so not read again until it changes; not code to show (`_load`)
+                else:
+                    self.files[fid] = (rel, res['module'], res.get('cells'), lang_of(rel))
+                    if res.get('source'): self.sources[fid] = res['source']
+                    if self._mem is not None: self._mem[fid] = [s[:8] for s in sorted(res.get('syms', ()), key=lambda s: s[3])]
                 cur.executemany('INSERT INTO symbols (file, qual, name, kind, start, "end", top, sig, doc, bases) VALUES (?,?,?,?,?,?,?,?,?,?)',
                                 [(fid, *s[:8], ','.join(s[8])) for s in res.get('syms', ())])
                 cur.executemany('INSERT INTO refs VALUES (?,?,?,?)', [(fid, *r) for r in res.get('refs', ())])
@@ -589,22 +679,15 @@ def refresh(self:CodeMap, progress=None, listed:dict|None=None, wait:bool=True) 
             cur.execute('COMMIT')
             if removed or changed: self._link()
         except BaseException:
-            cur.execute('ROLLBACK'); raise
+            try: cur.execute('ROLLBACK')
+            except sqlite3.Error: pass  # (a damaged index may refuse even that: the error that led here is the one to tell)
+            raise
         finally:
             if bulk: cur.executescript(_SCHEMA)
         if (k := changed + removed) and len(k) <= 50 and len(self.known) > len(changed):  # edits, not a first build
             self.recent = (k + [p for p in self.recent if p not in k])[:50]
         return dict(files=len(listed), changed=len(changed), removed=len(removed), seconds=round(time.perf_counter() - t0, 3))
 
-@contextmanager
-def _writing(db:Path, wait:bool):
-    "Hold the index's writer lock (a `flock` beside `db`, let go by the OS if this process dies): True, or False when busy and not `wait`"
-    with open(db.with_name(db.name + '.lock'), 'a+b') as f:
-        try: fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False; return
-        try: yield True
-        finally: fcntl.flock(f, fcntl.LOCK_UN)
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #8cd691f9
 def _build_main(root:str, limit:int|None, parent:int):
@@ -647,12 +730,19 @@ def _symbol(self:CodeMap, row) -> Symbol:
     return Symbol(self._qname(fid, qual), name, kind, path, start, end, top, sig, doc, tuple(b for b in bases.split(',') if b), cell, mod)
 
 @patch
+def _at(self:CodeMap, fid:int, line:int, end:int|None=None) -> tuple:
+    "(cell, line, end) of lines `line` to `end` of file `fid` as a person reads them: a notebook's in the cell holding `line` (`end` kept in it); else cell None"
+    cells = self.files[fid][2]
+    if not cells: return None, line, end
+    cell, first = _cell_at(cells, line)
+    if end is not None: end = min(end, next((c[0] - 1 for c in cells if c[0] > first), end)) - first + 1
+    return cell, line - first + 1, end
+
+@patch
 def loc(self:CodeMap, fid:int, line:int) -> str:
     "Where line `line` of file `fid` is, as a person reads it (a notebook's lines by cell)"
-    path, _, cells, _ = self.files[fid]
-    if not cells: return f'{path}:{line}'
-    cell, first = _cell_at(cells, line)
-    return f'{path} cell {cell}:{line - first + 1}'
+    cell, line, _ = self._at(fid, line)
+    return f'{self.files[fid][0]}:{line}' if cell is None else f'{self.files[fid][0]} cell {cell}:{line}'
 
 @patch
 def _link(self:CodeMap):
@@ -681,16 +771,18 @@ def module_loc(self:CodeMap, fid:int, line:int) -> str|None:
 def _bare(name:str) -> str: return re.split(r'[./]', name.strip().replace('::', '.'))[-1]
 
 def _symbol_name(name) -> str:
-    "`name` stripped, with `::` as `.`; BadArgumentError unless it ends in a name (`foo`, `Class.method`, `module.foo`)"
+    """`name` stripped, with `::` as `.`; BadArgumentError unless it ends in a name (`foo`, `Class.method`, `module.foo`:
+    a letter, digit or `_` in its last part, and no control character anywhere, as no indexed name has)"""
     n = check_str(name, 'name').strip().replace('::', '.')
-    if not _bare(n): raise BadArgumentError(f"{name!r} is not a symbol name: give one such as foo, Class.method or module.foo")
+    if not re.search(r'\w', _bare(n)) or _CONTROL.search(n):
+        raise BadArgumentError(f"{name!r} is not a symbol name: give one such as foo, Class.method or module.foo")
     return n
 
 @patch
 def lookup(self:CodeMap, name:str) -> list:
     "Rows of the symbols `name` names: a qualified name, its tail (`Class.method`), or a bare name"
     name = _symbol_name(name)
-    with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.name=?', (_bare(name),)).fetchall()
+    rows = self._rows(f'SELECT {_COLS} FROM symbols s WHERE s.name=?', (_bare(name),))
     if self._shadow:  # nbdev: the notebook's symbol, not its copy in the module (a symbol only the module has stays)
         nb = {self._qname(r[1], r[2]) for r in rows if r[1] not in self._shadow}
         rows = [r for r in rows if r[1] not in self._shadow or self._qname(r[1], r[2]) not in nb]
@@ -703,12 +795,26 @@ def resolve(self:CodeMap, name:str) -> tuple:
     hits = self.lookup(name)
     if len(hits) > 1:  # Rust: a type and its impl blocks share a name; the type is meant
         hits = [r for r in hits if r[4] != 'impl'] or hits
+    if len(hits) > 1 and len({(r[1], r[2]) for r in hits}) == 1: hits = [self._group(hits)]  # one name defined again in one scope
     if not hits: raise NotFoundError(f"no symbol {name!r} in the code index of {self.root.name}/ (try search)")
     if len(hits) > 1:
         cands = [self._symbol(r) for r in hits[:20]]
         more = f' and {len(hits) - 20} more' if len(hits) > 20 else ''
         raise BadArgumentError(f"{name!r} is ambiguous: {', '.join(f'{s.qname} ({s.path}:{s.start})' for s in cands)}{more}; give a qualified name")
     return hits[0]
+
+@patch
+def _group(self:CodeMap, rows:list) -> tuple:
+    """The one row of a name defined several times in one scope of one file: the span of them all (first signature and
+    docstring) when nothing else of that scope lies between them, in one cell (a property's getter and setter, `@overload`s
+    and their implementation, an if/else pair); else the last, which the language binds"""
+    rows = sorted(rows, key=lambda r: r[5])
+    first, last, fid = rows[0], rows[-1], rows[0][1]
+    scope = first[2].rpartition('.')[0]
+    if self._at(fid, first[5])[0] != self._at(fid, last[5])[0] or any(
+        q != first[2] and q.rpartition('.')[0] == scope and first[5] < s < last[5] for q, _, _, s, *_ in self.all_symbols().get(fid, ())):
+        return last
+    return (*last[:5], first[5], max(r[6] for r in rows), min(r[7] for r in rows), first[8], first[9] or last[9], last[10])
 
 @patch
 def find(self:CodeMap, name:str) -> Symbol:
@@ -718,7 +824,7 @@ def find(self:CodeMap, name:str) -> Symbol:
 @patch
 def _scopes(self:CodeMap, fid:int) -> list:
     "(start, end, qualified name) of file `fid`'s functions and classes, in line order"
-    with self.lock: rows = self.con.execute('SELECT start, "end", qual FROM symbols WHERE file=? AND kind != ? ORDER BY start', (fid, 'variable')).fetchall()
+    rows = self._rows('SELECT start, "end", qual FROM symbols WHERE file=? AND kind != ? ORDER BY start', (fid, 'variable'))
     return [(a, b, self._qname(fid, q)) for a, b, q in rows]
 
 def _scope(scopes:list, line:int, default:str) -> str:
@@ -733,7 +839,8 @@ def _scope(scopes:list, line:int, default:str) -> str:
 def module_files(self:CodeMap, module:str) -> list:
     "Ids of the files of a module name (or of a path under the root)"
     m = check_str(module, 'module').strip().removeprefix('./')
-    if m in self.known: return [self.known[m][0]]
+    if not m or _CONTROL.search(m): raise BadArgumentError(f"{module!r} is not a module name or a path: give one such as json.decoder or pkg/mod.py")
+    if (k := self.known.get(m)) is not None and k[0] in self.files: return [k[0]]
     fids = [i for i, f in self.files.items() if f[1] == m and f[3] in ('python', 'notebook', 'java', 'go')]
     return [i for i in fids if i not in self._shadow] or fids  # nbdev: the notebook
 
@@ -742,18 +849,24 @@ def outline(self:CodeMap, path:str) -> list:
     "The symbols of one file (a path under the root, or a module name), in line order"
     fids = self.module_files(path)
     if len(fids) != 1: raise NotFoundError(f"no indexed file {path!r} (a path under the root, or a module name)")
-    with self.lock: rows = self.con.execute(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],)).fetchall()
-    return [self._symbol(r) for r in rows]
+    return [self._symbol(r) for r in self._rows(f'SELECT {_COLS} FROM symbols s WHERE s.file=? ORDER BY s.start', (fids[0],))]
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #dc94c19e
 @patch
 def _rows(self:CodeMap, sql:str, args=()) -> list:
-    with self.lock: return self.con.execute(sql, args).fetchall()
+    "The rows of a query. A damaged index is made anew, empty, and said so (`CorruptFileError`): the next refresh fills it"
+    with self.lock:
+        try: return self.con.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as e:
+            if not _damaged(e): raise _index_error(self.db_path, e) from None
+            self._discard()
+            raise CorruptFileError(f"the code index {self.db_path} was damaged ({e}): it was removed, and the next code-map call builds it again") from None
 
 @patch
-def references(self:CodeMap, name:str, kinds=(0, 1, 2, 3), limit:int=1000) -> list:
-    """Where `name` is used: dicts (path, line, loc, kind, scope), matched by name as aider and ctags match them (every
-    use of an identifier spelled so); `kinds` are indices of `REF_KINDS`; a line used several ways is listed once.
+def references(self:CodeMap, name:str, kinds=(0, 1, 2, 3), limit:int|None=1000) -> list:
+    """Where `name` is used: dicts (path, cell, line, loc, kind, scope), matched by name as aider and ctags match them (every
+    use of an identifier spelled so); `kinds` are indices of `REF_KINDS`; a line used several ways is listed once; a
+    notebook's `line` is in its `cell`, as `loc` says; the first `limit` (None: all), by path and line.
     nbdev: a use in an exported cell is listed at the notebook's cell, with its `module` line (not twice)"""
     bare = _bare(_symbol_name(name))
     out = {}
@@ -763,7 +876,8 @@ def references(self:CodeMap, name:str, kinds=(0, 1, 2, 3), limit:int=1000) -> li
         for l in map(int, lines.split(',')):
             k = (self.files[fid][0], l)
             if k in out and out[k]['kind'] != 'use': continue  # a call is a use too: say what it is
-            out[k] = dict(path=k[0], line=l, loc=self.loc(fid, l), kind=REF_KINDS[kind], scope=_scope(scopes, l, self.files[fid][1]),
+            cell, at, _ = self._at(fid, l)
+            out[k] = dict(path=k[0], cell=cell, line=at, loc=self.loc(fid, l), kind=REF_KINDS[kind], scope=_scope(scopes, l, self.files[fid][1]),
                           module=self.module_loc(fid, l))
     return [out[k] for k in sorted(out)][:limit]
 
@@ -798,7 +912,7 @@ def _class_graph(self:CodeMap):
     with self.lock:
         if (g := self._cached('classes')) is not None: return g
         g, classes = nx.DiGraph(), {}
-        rows = self.con.execute("SELECT file, qual, name, bases FROM symbols WHERE kind != 'function' AND kind != 'method' AND kind != 'variable'").fetchall()
+        rows = self._rows("SELECT file, qual, name, bases FROM symbols WHERE kind != 'function' AND kind != 'method' AND kind != 'variable'")
         for fid, qual, name, _ in rows: classes.setdefault(name, []).append(self._qname(fid, qual))
         for fid, qual, _, bases in rows:
             for b in bases.split(',') if bases else ():
@@ -814,10 +928,13 @@ def _cached(self:CodeMap, key, value=None):
 
 @patch
 def subclasses(self:CodeMap, name:str, depth:int=10) -> list:
-    "Classes deriving from `name`, directly or not (up to `depth` steps), as dicts (qname, path, line, depth, bases), nearest first"
+    """Classes deriving from `name`, directly or not (up to `depth` steps), as dicts (qname, path, line, depth, bases), nearest
+    first. NotFoundError when nothing is named so: no symbol, and no base of an indexed class"""
     import networkx as nx
-    g = self._class_graph()
-    starts = [self._qname(r[1], r[2]) for r in self.lookup(name)] + [_bare(name)]
+    g, rows = self._class_graph(), self.lookup(name)
+    if not rows and _bare(name) not in g:
+        raise NotFoundError(f"no class {name!r} in the code index of {self.root.name}/, and no indexed class derives from one so named (try search)")
+    starts = [self._qname(r[1], r[2]) for r in rows] + [_bare(name)]
     res = {}
     for k in starts:
         if k not in g: continue
@@ -858,7 +975,7 @@ def all_symbols(self:CodeMap) -> dict:
     with self.lock:
         if self._mem is None:
             mem = {}
-            for fid, *row in self.con.execute('SELECT file, qual, name, kind, start, "end", top, sig, doc FROM symbols ORDER BY file, start'):
+            for fid, *row in self._rows('SELECT file, qual, name, kind, start, "end", top, sig, doc FROM symbols ORDER BY file, start'):
                 mem.setdefault(fid, []).append(tuple(row))
             self._mem, self._view = mem, None
         if self._view is None:
@@ -905,7 +1022,7 @@ def _rank(self:CodeMap) -> Ranking:
         r = self._ranking
         if r is not None and (r.generation == self.generation or time.monotonic() - r.made < RANK_TTL): return r
         gen, fids, mem, shadow = self.generation, list(self.files), dict(self.all_symbols()), set(self._shadow)
-        refrows = self.con.execute("SELECT file, name, length(lines) - length(replace(lines, ',', '')) + 1 FROM refs WHERE kind != 2").fetchall()
+        refrows = self._rows("SELECT file, name, length(lines) - length(replace(lines, ',', '')) + 1 FROM refs WHERE kind != 2")
     defs = {}
     for fid, rows in mem.items():
         for r in rows:
@@ -947,7 +1064,7 @@ def prepare(self:CodeMap):
 @patch
 def _prepare(self:CodeMap, search_now:bool):
     try: self.ranking(); self.search_index(wait=search_now)
-    except (sqlite3.Error, OSError): pass  # the index was closed or removed meanwhile: whoever uses it next makes them
+    except (sqlite3.Error, OSError, HeadlesnbError): pass  # the index was closed, removed or damaged meanwhile: whoever uses it next makes them (or says why not)
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #f016bedb
 HIT_MARK = '  ← hit'  # after a search hit's row in the tree
@@ -976,7 +1093,7 @@ def _tree(self:CodeMap, rank, expanded, collapsed, hits, focus, budget) -> str:
     mem = self.all_symbols()
     fids = {f[0]: i for i, f in self.files.items()}
     expanded, collapsed = set(expanded), set(collapsed)
-    shown, extra, used = {}, {}, [0]  # shown: file id -> row indices; extra: folder -> its listing
+    shown, listed, used = {}, {}, [0]  # shown: file id -> row indices; listed: see `_tree_text`
     marked = set()  # (file id, row index) of the search hits
 
     def under_collapsed(path, qual=''):
@@ -1013,15 +1130,16 @@ def _tree(self:CodeMap, rank, expanded, collapsed, hits, focus, budget) -> str:
     asked = []  # expanded folders, files and classes, and search hits: shown before anything ranked
     for e in sorted(expanded):
         if e.endswith('/') or e == '.':
-            base = '' if e in ('./', '.') else e
-            subs, files = {}, []
+            d = '' if e in ('./', '.') else e.rstrip('/')
+            base, subs, files = d + '/' if d else '', {}, []
             for p, fid in fids.items():
                 if not p.startswith(base): continue
                 rest = p[len(base):]
                 if '/' in rest: subs[rest.split('/')[0]] = subs.get(rest.split('/')[0], 0) + 1
-                else: files.append((rest, len(mem.get(fid, ()))))
-            extra[base or './'] = [f'{d}/ ({n} files)' for d, n in sorted(subs.items())] + [f'{f} ({n} symbols)' for f, n in sorted(files)]
-            used[0] += sum(len(x) + 4 for x in extra[base or './'])
+                else: files.append(fid)
+            listed[d] = (subs, files)
+            used[0] += len(d) + 2 + sum(len(s) + 16 for s in subs) + sum(len(self._file_line(f)) + 18 for f in files)
+            dirs.add(d)
         elif '::' in e:
             p, _, q = e.partition('::')
             if (fid := fids.get(p)) is not None: asked += [(fid, j) for j, r in enumerate(mem.get(fid, ())) if r[0].startswith(q + '.')]
@@ -1043,7 +1161,7 @@ def _tree(self:CodeMap, rank, expanded, collapsed, hits, focus, budget) -> str:
             rows = mem.get(fid)
             if rows is None or j >= len(rows) or rows[j][0] != q: continue  # a file changed since the ranking
             if not add(fid, j): break
-    return self._tree_text(shown, extra, marked)
+    return self._tree_text(shown, listed, marked)
 
 @patch
 def _parents(self:CodeMap, fid:int, qual:str) -> list:
@@ -1079,21 +1197,32 @@ def _file_line(self:CodeMap, fid:int) -> str:
     if (e := self._exports.get(fid)) is not None: return f"{base}  [{m}: edit here, not {self.files[e][0]}]"  # nbdev
     return base + (f"  [{m}]" if m and lang == 'python' and m != os.path.splitext(base)[0] else '')
 
+def _count(n:int, what:str) -> str: return f"{n:,} {what}{'' if n == 1 else 's'}"
+
 @patch
-def _tree_text(self:CodeMap, shown:dict, extra:dict, marked=frozenset()) -> str:
-    out, last_dir = [], None
-    items = sorted([(self.files[f][0], f) for f in shown] + [(k, None) for k in extra])
-    for path, fid in items:
-        if fid is None:  # an expanded folder: what is in it
-            out.append(path); out += [f'  {x}' for x in extra[path]]
-            continue
-        d = os.path.dirname(path)
-        if d != last_dir:
-            if d: out.append(f'{d}/')
-            last_dir = d
+def _tree_text(self:CodeMap, shown:dict, listed:dict, marked=frozenset()) -> str:
+    """The tree's lines: each folder once (its header, the root's none), then its files, each with its `shown` rows under it.
+    `listed`: the expanded folders ('' the root) -> (their subfolders' numbers of files, their files), all of them shown
+    with their numbers of symbols"""
+    mem, entries, heads = self.all_symbols(), {}, {}  # entries: folder -> {name: file id, or a subfolder's line}
+    for fid in shown:
+        p = self.files[fid][0]
+        entries.setdefault(os.path.dirname(p), {})[os.path.basename(p)] = fid
+    for d, (_, files) in listed.items():
+        e = entries.setdefault(d, {})
+        for fid in files: e[os.path.basename(self.files[fid][0])] = fid
+    for d, (subs, _) in listed.items():
+        for s, n in subs.items():
+            if (sub := f'{d}/{s}' if d else s) in entries: heads[sub] = f' ({_count(n, "file")})'  # it has a header: said there
+            else: entries[d][s + '/'] = f'{s}/ ({_count(n, "file")})'
+    out = []
+    for d in sorted(entries, key=lambda d: d.split('/')):
+        if d: out.append(f'{d}/' + heads.get(d, ''))
         ind = '  ' if d else ''
-        out.append(ind + self._file_line(fid))
-        out += [f"{ind}  {self._sym_line(fid, j)}" + (HIT_MARK if (fid, j) in marked else '') for j in sorted(shown[fid])]
+        for x in [e for _, e in sorted(entries[d].items())]:
+            if isinstance(x, str): out.append(ind + x); continue
+            out.append(ind + self._file_line(x) + (f' ({_count(len(mem.get(x, ())), "symbol")})' if d in listed else ''))
+            out += [f"{ind}  {self._sym_line(x, j)}" + (HIT_MARK if (x, j) in marked else '') for j in sorted(shown.get(x, ()))]
     return '\n'.join(out)
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #70c44311
@@ -1117,6 +1246,7 @@ class BM25Scorer:
         with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in a Jupyter kernel without ipywidgets (in the user's output)
             warnings.filterwarnings('ignore', message='IProgress not found')
             import bm25s
+        logging.getLogger('bm25s').setLevel(logging.WARNING)  # it sets DEBUG on import: a server's log handler would print its progress
         self.bm = bm25s.BM25()
         self.bm.index(docs, show_progress=False)
     def scores(self, tokens:list):
@@ -1158,7 +1288,7 @@ def _make_search(self:CodeMap) -> SearchIndex:
 def _build_search(self:CodeMap) -> SearchIndex:
     with self.lock:
         gen, mem, files = self.generation, dict(self.all_symbols()), dict(self.files)
-        refs = self.con.execute('SELECT file, name, lines FROM refs WHERE kind < 2').fetchall()
+        refs = self._rows('SELECT file, name, lines FROM refs WHERE kind < 2')
         shadow = set(self._shadow)
     docs, toks = [], []  # made outside the lock: renders and lookups go on meanwhile
     for fid, rows in mem.items():
@@ -1209,11 +1339,13 @@ def _hits(self:CodeMap, si, sc, top) -> list:
         if kind == 'symbol':
             r = next((r for r in mem.get(fid, ()) if r[0] == j), None)  # where it is now
             if r is None: continue
+            cell, a, b = self._at(fid, r[3], r[4])
             out.append(dict(kind='symbol', score=round(float(sc[i]), 3), qname=self._qname(fid, r[0]), qual=r[0], path=self.files[fid][0],
-                            start=r[3], end=r[4], loc=self.loc(fid, r[3]), sig=r[6], module=self.module_loc(fid, r[3])))
+                            cell=cell, start=a, end=b, loc=self.loc(fid, r[3]), sig=r[6], module=self.module_loc(fid, r[3])))
         else:
-            a = max(1, j * CHUNK_LINES); b = (j + 1) * CHUNK_LINES - 1
-            out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], start=a, end=b, loc=self.loc(fid, a)))
+            a = max(1, j * CHUNK_LINES)
+            cell, s, e = self._at(fid, a, (j + 1) * CHUNK_LINES - 1)  # (in a notebook: the part in the cell `loc` names)
+            out.append(dict(kind='chunk', score=round(float(sc[i]), 3), path=self.files[fid][0], cell=cell, start=s, end=e, loc=self.loc(fid, a)))
     return out
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #6d9a0b6e

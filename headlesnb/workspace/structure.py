@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str
+from ..utils import check_int, check_str, join_text
 from .core import *
 import headlesnb.workspace.files, headlesnb.workspace.tool_results  # the file and tool-result windows the tools open
 
@@ -148,8 +148,15 @@ def _node(self:Workspace, cm, path:str) -> str:
     "The tree node `path` names: 'dir/' a folder, 'file.py' a file, 'file.py::Class' a class (a symbol by its name)"
     p = check_str(path, 'path').strip()
     if p in ('', '.', './', '/'): return './'
+    if '::' in p:  # a class (or function) node as this tool names it, `pkg/core.py::Base`
+        f, _, q = p.partition('::')
+        fid = cm.known.get(f, (None,))[0]
+        if fid not in cm.files or not any(r[0] == q for r in cm.all_symbols().get(fid, ())):
+            raise NotFoundError(f"no symbol {q!r} in file {f!r} of the code index (a node is 'folder/', a file, a module, a symbol, or 'file::Class')")
+        return p
     full = self.resolve(p.rstrip('/') or '.', 'path')
     if full.is_dir(): return self.rel(full).rstrip('/') + '/'
+    if p.endswith('/'): raise NotFoundError(f"no folder {p!r} under the root")
     rel = self.rel(full)
     if rel in cm.known: return rel
     if len(fids := cm.module_files(p)) == 1: return cm.files[fids[0]][0]
@@ -196,12 +203,14 @@ def _render_structure(self:Workspace) -> str:
     if (b := _BUILDS.get(key)) is not None and not b.finished: return b.describe()  # under way: how far it got
     if key not in getattr(sys.modules.get('headlesnb.workspace.codemap'), '_OPEN', ()):  # no map open here (the code map not imported, or being imported by the builder)
         if (b := background_build(key, limit)).state != 'ready': return b.describe()
-    cm = _map(self.root, refresh=False)
     st = self.code_map
     budget = self.budgets.get('STRUCTURAL_VIEW', STRUCTURE_BUDGET) * 4 * 9 // 10  # characters, a tenth kept for the lines around
-    focus = list(dict.fromkeys([w.path for w in self.files.values() if w.kind in ('range', 'search', 'cell')] +
-                               [e.rel for e in self.editors.values()] + cm.recent[:10]))
-    text = cm.tree(st['expanded'], st['collapsed'], [tuple(h) for h in st['hits']], focus, budget)
+    try:
+        cm = _map(self.root, refresh=False)
+        focus = list(dict.fromkeys([w.path for w in self.files.values() if w.kind in ('range', 'search', 'cell')] +
+                                   [e.rel for e in self.editors.values()] + cm.recent[:10]))
+        text = cm.tree(st['expanded'], st['collapsed'], [tuple(h) for h in st['hits']], focus, budget)
+    except HeadlesnbError as e: return f"(the code map cannot be shown: {e}; any code-map tool tries again)"  # (an index not writable, or damaged)
     n = cm.counts()
     head = [f"{cm.root.name}/: {n['files']} files, {n['symbols']} symbols; most referenced first (PageRank)" +
             (', then the files of open windows and recent edits' if focus else '')]
@@ -232,15 +241,21 @@ def open_frame(self:Workspace, name:str) -> dict:
         return r | dict(frame=s.qname, kind=s.kind, cut=end < s.end, module=s.module)
 
 # %% ../../nbs/14g_workspace.structure.ipynb #fb0fa371
-def _lines_of(ws, path:str) -> list:
-    try: return text_lines(read_text(ws.resolve(path), path, ws.mgr.max_file_bytes)[0])
+def _lines_of(ws, path:str, cell:str|None=None) -> list:
+    "The lines of file `path`, or of code cell `cell` of notebook `path` (cells as the code map names them: by id, else by index)"
+    try: text = read_text(ws.resolve(path), path, ws.mgr.max_file_bytes)[0]
     except HeadlesnbError: return []
+    if cell is None: return text_lines(text)
+    try: c = next(c for i, c in enumerate(json.loads(text).get('cells', [])) if (c.get('id') or str(i)) == cell)
+    except (ValueError, StopIteration, AttributeError): return []
+    return text_lines(join_text(c.get('source', '')))
 
 def _show(ws, refs:list, limit:int=200) -> str:
     "Reference dicts (path, line, loc, kind, scope) as lines with the code they point at"
     out, cache = [], {}
     for r in refs[:limit]:
-        src = '' if ' cell ' in r['loc'] else (cache[r['path']] if r['path'] in cache else cache.setdefault(r['path'], _lines_of(ws, r['path'])))
+        k = (r['path'], r['cell'])
+        src = cache[k] if k in cache else cache.setdefault(k, _lines_of(ws, *k))
         code = src[r['line'] - 1].strip() if src and r['line'] <= len(src) else ''
         out.append(f"{r['loc']} [{r['kind']}] in {r['scope']}: {code}"[:300] + (f"  (→ {r['module']})" if r.get('module') else ''))
     if len(refs) > limit: out.append(f'[… {len(refs) - limit} more]')
@@ -250,7 +265,7 @@ def _show(ws, refs:list, limit:int=200) -> str:
 def references(self:Workspace, name:str, windows:bool=False, max_windows:int=5) -> dict:
     "Where `name` is used (by name): listed in a tool-result window, or (`windows`) the first `max_windows` places opened as file windows"
     cm = self.codemap()
-    refs = cm.references(name)
+    refs = cm.references(name, limit=None)  # all of them counted (the window shows the first ones): a rename is decided on this
     files = len({r['path'] for r in refs})
     if windows:
         check_int(max_windows, 'max_windows', 1, 50)
