@@ -573,3 +573,127 @@ def test_an_unknown_magic_fails_the_run_as_in_papermill(tmp_path):
         nb = read(tmp_path / out)
         assert by_tag(nb, 'papermill-error-cell-tag') == [0, 1] and nb.cells[2].metadata.papermill.status == 'failed'
         assert nb.cells[3].execution_count is None
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input that once escaped as a traceback, other languages' parameters, papermill's -1 timeouts
+
+def test_deeply_nested_parameters_are_a_clear_error(tmp_path):
+    src, out = mk_nb(tmp_path / 'p.ipynb', ('x = 1', ['parameters']), 'print(x)'), tmp_path / 'out.ipynb'
+    for depth in (300, 5000):  # (300: past Python's parser; 5000: past PyYAML's recursion)
+        r = hb(src, out, '-y', 'x: ' + '[' * depth + '1' + ']' * depth)
+        assert r.returncode == 2 and 'more than 100 deep' in r.stderr and r.stderr.count('\n') == 1, r.stderr[-500:]
+    assert not out.exists()
+
+def _shaped(path, md:dict, cell_md):
+    path.write_text(json.dumps({'cells': [{'cell_type': 'code', 'id': 'c0', 'source': 'print(1)', 'metadata': cell_md, 'outputs': [],
+                                           'execution_count': None}], 'metadata': md, 'nbformat': 4, 'nbformat_minor': 5}))
+    return path
+
+def test_malformed_metadata_is_a_clear_error_naming_the_input(tmp_path):
+    out = tmp_path / 'out.ipynb'
+    out.write_text('precious')
+    cases = [({'kernelspec': 'python3'}, {}, 'metadata.kernelspec is not an object'), ({'language_info': 'python'}, {}, 'metadata.language_info'),
+             ({'kernelspec': 5}, {}, 'metadata.kernelspec'), ({'papermill': 'x'}, {}, 'metadata.papermill'),
+             ({}, {'tags': 5}, "cell 1's metadata.tags"), ({}, [], "cell 1's metadata is not an object"),
+             ({}, {'tags': 'injected-parameters'}, "cell 1's metadata.tags is not a list of strings")]  # (a string was matched by substring)
+    for i, (md, cell_md, said) in enumerate(cases):
+        src = _shaped(tmp_path / f'bad{i}.ipynb', md, cell_md)
+        r = hb(src, out, '-p', 'a', '1')
+        assert r.returncode == 2 and f'bad{i}.ipynb: {said}' in r.stderr and r.stderr.count('\n') == 1, (md, cell_md, r.stderr[-500:])
+    (tmp_path / 'deep.ipynb').write_text('{"cells":' + '[' * 100000)
+    r = hb(tmp_path / 'deep.ipynb', out)
+    assert r.returncode == 2 and 'deep.ipynb: not a readable notebook' in r.stderr and r.stderr.count('\n') == 1, r.stderr[-500:]
+    assert out.read_text() == 'precious'
+
+def _has_kernel(name:str) -> bool:
+    from jupyter_client.kernelspec import find_kernel_specs
+    return name in find_kernel_specs()
+
+BASH = {'kernelspec': {'name': 'bash', 'display_name': 'Bash', 'language': 'bash'}}
+needs_bash_kernel = pytest.mark.skipif(not _has_kernel('bash'), reason='no bash kernelspec (pip install bash_kernel; python -m bash_kernel.install)')
+
+@needs_bash_kernel
+def test_parameters_of_a_bash_notebook_stay_strings(tmp_path):
+    src = mk_nb(tmp_path / 'b.ipynb', ('name="world"', ['parameters']), 'echo "hello $name"; echo "n=$n"; echo "${l[1]}"', metadata=BASH)
+    evil = "x$(touch PWNED1)`touch PWNED2`; touch PWNED3 '\""
+    r = hb(src, tmp_path / 'out.ipynb', '-p', 'name', evil, '-p', 'n', '3', '-y', 'l: [a, "$(touch PWNED4)"]')
+    assert r.returncode == 0, r.stderr
+    nb = read(tmp_path / 'out.ipynb')
+    assert texts(nb.cells[2]) == f'hello {evil}\nn=3\n$(touch PWNED4)\n', texts(nb.cells[2])
+    assert nb.cells[1].metadata.tags == ['injected-parameters'] and not list(tmp_path.glob('PWNED*'))
+
+def test_parameters_for_a_language_without_a_translator_are_refused(tmp_path):
+    src = mk_nb(tmp_path / 's.ipynb', 'println("x")', metadata={'kernelspec': {'name': 'scala', 'display_name': 'Scala', 'language': 'scala'}})
+    r = hb(src, tmp_path / 'out.ipynb', '-p', 'a', '1')
+    assert r.returncode == 2 and "parameters can be injected into Python, R, Julia and bash notebooks, and this one's language is 'scala'" in r.stderr, r.stderr
+    assert not (tmp_path / 'out.ipynb').exists()
+
+@needs_bash_kernel
+def test_a_failing_bash_cell_is_said_by_its_exit_status(tmp_path):
+    src = mk_nb(tmp_path / 'b.ipynb', 'echo one', 'false', metadata=BASH)
+    r = hb(src, tmp_path / 'out.ipynb', '--summary', tmp_path / 's.json')
+    assert r.returncode == 1 and 'headlesnb: cell 2 (id c1) failed: exit status 1' in r.stderr and ': : ' not in r.stderr, r.stderr
+
+def test_minus_one_is_no_limit_for_the_timeouts_as_in_papermill(tmp_path):
+    src = mk_nb(tmp_path / 'p.ipynb', 'print(6 * 7)')
+    r = hb(src, tmp_path / 'out.ipynb', '--execution-timeout', '-1', '--start-timeout', '-1', '-k', 'python3')
+    assert r.returncode == 0 and texts(read(tmp_path / 'out.ipynb').cells[0]) == '42\n', r.stderr
+    r = hb(src, mk_nb(tmp_path / 'q.ipynb', 'print(1)'), '--output-dir', tmp_path / 'o', '--jobs', '2', '--start-timeout', '-1', '--timeout', '-1')
+    assert r.returncode == 0 and (tmp_path / 'o' / 'q.ipynb').exists(), r.stderr  # (each child got -1 too)
+    r = hb(src, tmp_path / 'out.ipynb', '--execution-timeout', '-2')
+    assert r.returncode == 2 and 'or -1 for no limit' in r.stderr, r.stderr
+
+def test_a_summary_refused_for_standard_output_is_not_written_there(tmp_path):
+    src = mk_nb(tmp_path / 'p.ipynb', 'print(1)')
+    for args in (['-'], ['-o', '-']):
+        r = hb(src, *args, '--summary', '-')
+        assert r.returncode == 2 and 'give --summary a file' in r.stderr and r.stdout == '', (r.stdout, r.stderr)
+
+STUBBORN = 'import time\nwhile True:\n    try: time.sleep(0.1)\n    except KeyboardInterrupt: print("ignored", flush=True)'
+
+@pytest.mark.parametrize('sig,code', [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_in_process_cell_that_catches_the_interrupt_still_ends_the_run(tmp_path, sig, code):
+    rc, took, rest, nb = _interrupt(tmp_path, STUBBORN, sig)  # one signal: the run ends after a grace of 5 s
+    assert rc == code and took < 20 and 'caught the interrupt and ran on' in rest and 'Traceback' not in rest, rest
+    assert [c.metadata.papermill.status for c in nb.cells] == ['completed', 'failed', 'pending']
+    assert texts(nb.cells[1]).startswith('started\nignored\n') and nb.cells[2].execution_count is None
+
+def test_an_in_process_cell_that_catches_the_interrupt_and_ends_stops_the_run_there(tmp_path):
+    rc, took, rest, nb = _interrupt(tmp_path, 'import time\ntry: time.sleep(30)\nexcept KeyboardInterrupt: print("caught")', signal.SIGINT)
+    assert rc == 130 and took < 10 and rest.strip().splitlines()[-1] == 'headlesnb: interrupted', rest
+    assert texts(nb.cells[1]) == 'started\ncaught\n' and nb.cells[2].execution_count is None and texts(nb.cells[2]) == ''
+
+def test_an_output_that_is_a_fifo_is_written_through_once_and_stays_a_fifo(tmp_path):
+    import threading
+    src = mk_nb(tmp_path / 'p.ipynb', 'print(1)', 'print(2)')
+    fifo = tmp_path / 'fifo'; os.mkfifo(fifo)
+    (tmp_path / 'link').symlink_to(fifo)
+    for target in (fifo, tmp_path / 'link'):
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo, 'rb').read()), daemon=True); reader.start()
+        r = hb(src, target, timeout=60)
+        reader.join(10)
+        assert r.returncode == 0 and fifo.is_fifo() and (tmp_path / 'link').is_symlink(), (target, r.stderr)
+        assert texts(read_str(got[0].decode()).cells[1]) == '2\n'  # one whole notebook, not one per save
+
+def test_double_dash_ends_the_options_here_and_in_a_batchs_children(tmp_path):
+    mk_nb(tmp_path / '-k.ipynb', 'print(1)'); mk_nb(tmp_path / '-p.ipynb', 'print(2)')
+    r = hb('--', '-k.ipynb', 'out.ipynb', cwd=tmp_path)
+    assert r.returncode == 0 and texts(read(tmp_path / 'out.ipynb').cells[0]) == '1\n', r.stderr
+    r = hb('--output-dir', 'o', '--', '-k.ipynb', '-p.ipynb', cwd=tmp_path)
+    assert r.returncode == 0 and texts(read(tmp_path / 'o' / '-p.ipynb').cells[0]) == '2\n', r.stderr
+
+def test_output_dir_dash_is_refused_up_front(tmp_path):
+    r = hb(mk_nb(tmp_path / 'p.ipynb', 'open("ran", "w").close()'), '--output-dir', '-')
+    assert r.returncode == 2 and 'standard output cannot hold several notebooks' in r.stderr and not (tmp_path / 'ran').exists(), r.stderr
+
+def test_the_summary_names_the_input_whatever_stops_the_run(tmp_path):
+    src = mk_nb(tmp_path / 'p.ipynb', 'print(1)')
+    r = hb(src, tmp_path / 'o.ipynb', '--summary', tmp_path / 's.json', '-k', 'nosuchkernel')  # (refused before the run starts)
+    s = json.loads((tmp_path / 's.json').read_text())
+    assert r.returncode == 2 and s['input'] == str(src) and s['status'] == 'error', (r.stderr, s)
+
+def test_cwd_that_is_a_file_is_said_to_be_one(tmp_path):
+    (tmp_path / 'afile').write_text('x')
+    r = hb(mk_nb(tmp_path / 'p.ipynb', 'print(1)'), '--cwd', tmp_path / 'afile')
+    assert r.returncode == 2 and f'--cwd {tmp_path / "afile"}: not a folder' in r.stderr, r.stderr

@@ -154,6 +154,25 @@ def test_s3_missing_bucket_or_no_file_named_is_refused_before_the_run_and_no_buc
     r = hb(src, 's3://nbs/t9/new/out.ipynb', env=s3)  # a new object, under "folders" nothing made: they are parts of its name
     assert r.returncode == 0 and (tmp_path / 'ran').exists() and fs.exists('nbs/t9/new/out.ipynb'), r.stderr
 
+def test_s3_user_and_password_in_the_url_are_never_shown(s3, tmp_path):
+    "botocore refuses KEY:SECRET@bucket as a bucket name and quotes it: the message is scrubbed of both, as is the summary"
+    fs = s3fs_for(s3)
+    src = mk_nb(tmp_path / 'p.ipynb', 'print(1)')
+    fs.pipe_file('nbs/t6/p.ipynb', src.read_bytes())
+    for args in (['s3://AKIAXX:VerySecretValue99@nbs/t6/p.ipynb', tmp_path / 'o.ipynb'], [src, 's3://AKIAXX:VerySecretValue99@nbs/t6/o.ipynb']):
+        r = hb(*args, '--summary', tmp_path / 's.json', env=s3)
+        shown = r.stdout + r.stderr + (tmp_path / 's.json').read_text()
+        assert r.returncode == 2 and 's3://***@nbs/t6/' in r.stderr, r.stderr
+        assert 'VerySecretValue99' not in shown and 'AKIAXX' not in shown, shown
+    assert not (tmp_path / 'o.ipynb').exists() and not fs.exists('nbs/t6/o.ipynb')
+
+def test_output_dir_on_a_store_refusing_the_credentials_is_refused_before_any_run(s3, tmp_path):
+    srcs = [mk_nb(tmp_path / f'n{i}.ipynb', 'open("ran", "w").close()') for i in range(2)]
+    bad = {**s3, 'AWS_SECRET_ACCESS_KEY': 'wrong-secret-0123456789'}
+    r = hb(*srcs, '--output-dir', 's3://nbs/odbad', env=bad)
+    assert r.returncode == 2 and 's3://nbs/odbad: the store refused access to the output folder' in r.stderr, r.stderr
+    assert r.stderr.count('\n') == 1 and not (tmp_path / 'ran').exists()
+
 # ---------------------------------------------------------------------------------------------------------------
 # Other stores: a missing package, memory://, http(s)://
 
@@ -325,6 +344,40 @@ def test_cluster_runs_a_batch_and_a_killed_worker_reruns_once_then_fails(dask_cl
     assert 'twice.ipynb: dead' in err and 'once.ipynb: ok' in err
     assert len((tmp_path / 'twice.attempts').read_text().split()) == 2  # it ran twice, not a third time
 
+def test_cluster_reads_relative_paths_from_the_callers_folder_and_says_whose_machine_lacks_a_file(dask_cluster, tmp_path):
+    address, worker = dask_cluster
+    worker(); _wait_workers(address, 1)
+    caller = tmp_path / 'caller'; caller.mkdir()
+    mk_nb(caller / 'a.ipynb', 'print(6 * 7)')
+    r = hb('a.ipynb', tmp_path / 'none.ipynb', '--output-dir', 'out', '--cluster', address, cwd=caller)  # (the worker's folder is not `caller`)
+    assert r.returncode == 1 and texts(nbformat.read(caller / 'out' / 'a.ipynb', as_version=4).cells[0]) == '42\n', r.stderr
+    assert f"{tmp_path / 'none.ipynb'}: no such notebook on the Dask worker tcp://127.0.0.1:" in r.stderr and '] a.ipynb: ok' in r.stderr, r.stderr
+
+def test_ctrl_c_of_a_cluster_batch_stops_its_running_notebooks_where_they_run(dask_cluster, tmp_path):
+    "The scheduler and its worker are other processes: the Ctrl-C reaches only the batch, which has the run on the worker stop"
+    from test_run_cli import _default_sigint
+    address, worker = dask_cluster
+    worker(); _wait_workers(address, 1)
+    tick = tmp_path / 'tick.log'
+    src = mk_nb(tmp_path / 'tick.ipynb', f'open({str(tmp_path / "started")!r}, "w").close()',
+                f'import time\nfor i in range(60):\n    open({str(tick)!r}, "a").write(".")\n    time.sleep(0.5)', 'print("end")')
+    p = subprocess.Popen([*HB, src, '--output-dir', tmp_path / 'out', '--cluster', address], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, stdin=subprocess.DEVNULL, preexec_fn=_default_sigint)
+    try:
+        end = time.monotonic() + 90
+        while not tick.exists() and p.poll() is None and time.monotonic() < end: time.sleep(0.2)
+        time.sleep(1)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None: p.kill(); p.wait()
+    assert p.returncode == 130 and '] ' + str(src) + ': interrupted' in err, (out, err)
+    nb = nbformat.read(tmp_path / 'out' / 'tick.ipynb', as_version=4)  # what ran, written by the run on the worker
+    assert [c.metadata.papermill.status for c in nb.cells] == ['completed', 'failed', 'pending']
+    size = tick.stat().st_size
+    time.sleep(2)
+    assert tick.stat().st_size == size  # no run left going on the worker
+
 def test_cluster_unreachable_is_an_error_within_the_start_timeout(tmp_path):
     pytest.importorskip('distributed')
     mk_nb(tmp_path / 'a.ipynb', 'print(1)')
@@ -332,6 +385,27 @@ def test_cluster_unreachable_is_an_error_within_the_start_timeout(tmp_path):
     r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out', '--cluster', f'tcp://127.0.0.1:{free_port()}', '--start-timeout', '2')
     assert r.returncode == 2 and 'no Dask scheduler answered within 2s' in r.stderr, r.stderr
     assert time.monotonic() - t < 20 and not (tmp_path / "out").exists()  # nothing written
+
+def test_cluster_on_a_port_where_no_scheduler_answers_is_an_error_within_the_start_timeout(tmp_path):
+    "Something else listens there (a web server, a proxy): it takes the connection and never answers as Dask does"
+    pytest.importorskip('distributed')
+    import threading
+    mk_nb(tmp_path / 'a.ipynb', 'print(1)')
+    srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(8)
+    taken = []
+    threading.Thread(target=lambda: [taken.append(srv.accept()) for _ in range(8)], daemon=True).start()
+    try:
+        t = time.monotonic()
+        r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out', '--cluster', f'tcp://127.0.0.1:{srv.getsockname()[1]}', '--start-timeout', '2', timeout=90)
+        assert r.returncode == 2 and 'did not answer as a Dask scheduler' in r.stderr and r.stderr.count('\n') == 1, r.stderr
+        assert time.monotonic() - t < 40 and not (tmp_path / 'out').exists()
+    finally: srv.close()
+
+def test_cluster_address_with_a_password_is_never_shown(tmp_path):
+    pytest.importorskip('distributed')
+    mk_nb(tmp_path / 'a.ipynb', 'print(1)')
+    r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out', '--cluster', 'tcp://user:pw123456@127.0.0.1:1', '--start-timeout', '2')
+    assert r.returncode == 2 and 'tcp://***@127.0.0.1:1' in r.stderr and 'pw123456' not in r.stderr + r.stdout, r.stderr
 
 def test_cluster_local_on_warm_kernels_reports_as_jobs_does(tmp_path):
     pytest.importorskip('distributed')
@@ -385,3 +459,51 @@ def test_ctrl_c_stops_a_k_batch_writing_what_ran(tmp_path):
         nb = nbformat.read(tmp_path / 'out' / f's{i}.ipynb', as_version=4)
         assert texts(nb.cells[0]) == f'start {i}\n' and nb.cells[1].outputs[-1]['ename'] == 'KeyboardInterrupt'
     assert not (tmp_path / 'out' / 's2.ipynb').exists()
+
+# ---------------------------------------------------------------------------------------------------------------
+# A URL's user and password (or token) go nowhere: not in messages, summaries, the notebook or its injected paths
+
+@pytest.fixture
+def http_site(tmp_path):
+    pytest.importorskip('aiohttp')
+    site = tmp_path / 'site'; site.mkdir()
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, '-m', 'http.server', '--bind', '127.0.0.1', str(port)], cwd=site,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, srv, 'http.server')
+        yield site, f'127.0.0.1:{port}'
+    finally: stop(srv)
+
+def test_url_credentials_are_never_written_or_printed(http_site, tmp_path):
+    site, host = http_site
+    mk_nb(site / 'in.ipynb', ('n = 1', ['parameters']), 'print(n)')
+    for url, secret in [(f'http://alice:S3cretPW@{host}/in.ipynb', 'S3cretPW'), (f'http://alice:p@ss@{host}/in.ipynb', 'ss@'),
+                        (f'HTTP://tok3nABCDEF@{host}/in.ipynb', 'tok3nABCDEF')]:  # (a password holding '@'; a token in an upper-case scheme)
+        r = hb(url, tmp_path / 'o.ipynb', '--inject-paths', '--summary', tmp_path / 's.json', '--log-output', '--log-level', 'DEBUG')
+        assert r.returncode == 0, r.stderr
+        nb = nbformat.read(tmp_path / 'o.ipynb', as_version=4)
+        assert texts(nb.cells[2]) == '1\n'
+        shown = r.stdout + r.stderr + (tmp_path / 's.json').read_text() + (tmp_path / 'o.ipynb').read_text()
+        assert secret not in shown, (url, shown)
+        pm = nb.metadata.papermill
+        assert pm.input_path == pm.parameters['PAPERMILL_INPUT_PATH'] == f'{url.split(":", 1)[0]}://***@{host}/in.ipynb'
+        assert f'PAPERMILL_INPUT_PATH = "{pm.input_path}"' in nb.cells[1].source
+
+def test_output_dir_on_an_http_server_is_refused_before_any_run(http_site, tmp_path):
+    site, host = http_site
+    srcs = [mk_nb(tmp_path / f'n{i}.ipynb', 'open("ran", "w").close()') for i in range(2)]
+    r = hb(*srcs, '--output-dir', f'http://{host}/dir')
+    assert r.returncode == 2 and 'read-only' in r.stderr and r.stderr.count('\n') == 1, r.stderr
+    assert not (tmp_path / 'ran').exists() and not list(site.iterdir())
+
+def test_a_signed_urls_query_is_never_written_or_printed_nor_part_of_a_file_name(http_site, tmp_path):
+    site, host = http_site
+    mk_nb(site / 'in.ipynb', 'print(1)')
+    signed = f'http://{host}/in.ipynb?X-Amz-Credential=AKIAEXAMPLE%2F20261129&X-Amz-Signature=deadbeefcafe0123456789&sig=AzureSasSig99'
+    r = hb(signed, tmp_path / 'o.ipynb', '--summary', tmp_path / 's.json', '--inject-paths')
+    shown = r.stdout + r.stderr + (tmp_path / 's.json').read_text() + (tmp_path / 'o.ipynb').read_text()
+    assert r.returncode == 0 and not any(s in shown for s in ('deadbeef', 'AzureSasSig99', 'AKIAEXAMPLE')), shown
+    r = hb(signed, '--output-dir', tmp_path / 'od')
+    assert r.returncode == 0 and [p.name for p in (tmp_path / 'od').iterdir()] == ['in.ipynb'], r.stderr
+    assert not any(s in r.stdout + r.stderr for s in ('deadbeef', 'AzureSasSig99')), r.stdout + r.stderr

@@ -30,6 +30,14 @@ class _OnOff(argparse.Action):
     def __call__(self, parser, ns, values, option_string=None): setattr(ns, self.dest, option_string not in self.off)
     def format_usage(self): return ' | '.join(self.option_strings)
 
+def _limit(s:str) -> float|None:
+    "argparse type of --start-timeout and --execution-timeout: seconds more than 0, or -1 for no limit (None), as papermill and nbclient take it"
+    try: unlimited = float(s) == -1
+    except ValueError: unlimited = False
+    if unlimited: return None
+    try: return positive_seconds(s)
+    except argparse.ArgumentTypeError as e: raise argparse.ArgumentTypeError(f"{e}, or -1 for no limit") from None
+
 def _count(s:str) -> int:
     try: v = int(s)
     except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not a whole number") from None
@@ -71,7 +79,7 @@ def run_parser() -> argparse.ArgumentParser:
     a('-y', '--parameters_yaml', '--parameters-yaml', action='append', default=[], metavar='YAML', help='a YAML string of parameters (repeatable)')
     a('-b', '--parameters_base64', '--parameters-base64', action='append', default=[], metavar='B64', help='a base64-encoded YAML string of parameters (repeatable). '
       'Precedence, lowest first: --inject-*, -b, -f, -y, -p, -r')
-    a('--inject-input-path', action='store_true', help='add the input path as the parameter PAPERMILL_INPUT_PATH')
+    a('--inject-input-path', action='store_true', help='add the input path as the parameter PAPERMILL_INPUT_PATH (a URL without its user and password)')
     a('--inject-output-path', action='store_true', help='add the output path as the parameter PAPERMILL_OUTPUT_PATH')
     a('--inject-paths', action='store_true', help='both of the above')
     a('--engine', help="papermill's engine name: accepted for compatibility; headlesnb has one engine (default: headlesnb)")
@@ -92,9 +100,9 @@ def run_parser() -> argparse.ArgumentParser:
     a('--stderr-file', metavar='FILE', help="write the notebook's stderr to FILE (- for standard output)")
     a('--log-level', choices=['NOTSET', 'DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'], default=None,
       help='level of the run\'s log messages on stderr (default: WARNING; INFO with --log-output)')
-    a('--start-timeout', '--start_timeout', type=positive_seconds, default=60, metavar='S', help='seconds to wait for the kernel to start (default: 60)')
-    a('--execution-timeout', '--timeout', dest='execution_timeout', type=positive_seconds, default=None, metavar='S',
-      help='seconds allowed per cell; the cell is interrupted and the run fails (default: no limit). In-process, a cell '
+    a('--start-timeout', '--start_timeout', type=_limit, default=60, metavar='S', help='seconds to wait for the kernel to start; -1: no limit (default: 60)')
+    a('--execution-timeout', '--timeout', dest='execution_timeout', type=_limit, default=None, metavar='S',
+      help='seconds allowed per cell; the cell is interrupted and the run fails; -1: no limit (default: no limit). In-process, a cell '
            'blocked in C code cannot be interrupted: the run is killed 3 s later (exit 137); -k python3 kills only its kernel')
     a('--report-mode', action=_OnOff, off=['--no-report-mode'], default=False, help='hide the input of code cells in the output (default: off)')
     a('--allow-errors', action='store_true', help='run every cell even after an error, no banner, exit 0 (default: stop at the first error)')
@@ -102,7 +110,7 @@ def run_parser() -> argparse.ArgumentParser:
       "(the parameters always apply; the others keep their old outputs) (default: all)")
     a('--skip-tag', action='append', default=[], metavar='TAG', help='do not run the cells tagged TAG; they keep their old outputs (repeatable)')
     a('--total-timeout', type=positive_seconds, default=None, metavar='S',
-      help='seconds allowed for the whole run: past them the running cell is stopped, the outputs so far are written, exit 124 (default: no limit)')
+      help='seconds allowed for the whole run (of each notebook, in a batch): past them the running cell is stopped, the outputs so far are written, exit 124 (default: no limit)')
     a('--summary', metavar='FILE', help="write one JSON object per notebook to FILE (- for standard output): status, exit code, seconds "
       "per cell, the failing cell and its error, and the scrapbook scraps by name")
     a('--cluster', metavar='ADDRESS', help="with several notebooks: run each as a task on a Dask cluster: tcp://HOST:8786 (a running "
@@ -151,6 +159,7 @@ def _targets(a) -> tuple[list, str|None]:
     if many:
         if a.output: raise BadArgumentError("-o/--output names one output: with several notebooks give --output-dir DIR")
         if a.output_dir and a.inplace: raise BadArgumentError("give --output-dir or --inplace, not both")
+        if a.output_dir == '-': raise BadArgumentError("--output-dir -: standard output cannot hold several notebooks: give a folder")
         return ps, None
     inp, out = ps[0], ps[1] if len(ps) > 1 else None
     if out and a.output and out != a.output: raise BadArgumentError(f"two outputs given ({out} and -o {a.output}): give one")
@@ -314,12 +323,13 @@ def _run_forked(a, jobs:list, report) -> bool:
 def _write_status(path, code:int, rep=None, message:str='', summary:dict|None=None):
     "A child's report to the batch that started it: status, cells, message, its --summary object (`rep`: the run's `RunReport`)"
     from headlesnb.fronts.run_batch import _STATUS_OF
+    from headlesnb.fronts.run_exec import _error_name
     if not path: return
     st = _STATUS_OF.get(code, 'error')
     d = dict(status=st, message=message, summary=summary)
     if rep is not None:
         d.update(ran=rep.ran, total=rep.total, seconds=rep.seconds)
-        if rep.failure: d['message'] = f"cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']}): {rep.failure['ename']}"
+        if rep.failure: d['message'] = f"cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']}): {_error_name(rep.failure)}"
         if rep.status == 'timeout': d['message'] += ' (past --total-timeout)'
     Path(path).write_text(json.dumps(d))
 
@@ -391,7 +401,9 @@ def run_main(argv=None) -> int:
     parser = run_parser()
     try: argv, params = _split_parameters(argv)
     except BadArgumentError as e: parser.error(str(e))
+    argv, after = (argv[:argv.index('--')], argv[argv.index('--') + 1:]) if '--' in argv else (argv, [])  # (`--` ends the options: argparse's intermixed parsing ignores it)
     a = parser.parse_intermixed_args(argv)
+    a.paths += after
     for dest, vals in params.items(): getattr(a, dest).extend(vals)
     level = a.log_level or ('INFO' if a.log_output else 'WARNING')
     code, rep, msg, term, inp, out = 2, None, '', [], None, None
@@ -401,6 +413,7 @@ def run_main(argv=None) -> int:
         try:
             with _cli_logging(level), _sigterm_as_interrupt() as term:
                 inputs, out = _targets(a)
+                inp = inputs[0] if len(inputs) == 1 else None  # (named in the summary whatever stops the run)
                 if a.kernel not in (None, 'inprocess'):  # (checked before a batch starts, where each notebook would fail alike)
                     from headlesnb.fronts.run_exec import run_kernel_name
                     a.kernel = run_kernel_name(a.kernel, a.jupyter_url)
@@ -408,7 +421,6 @@ def run_main(argv=None) -> int:
                 if a.cluster and len(inputs) == 1 and a.output_dir is None: raise BadArgumentError("--cluster runs several notebooks: give --output-dir DIR")
                 for p, what in ((a.stdout_file, '--stdout-file'), (a.stderr_file, '--stderr-file')): check_sink(p, what)
                 if len(inputs) > 1 or a.output_dir is not None: return run_many(a, inputs, term)
-                inp = inputs[0]
                 k, kcwd = ahead.enter_context(_ahead(a, inp, out))
                 from headlesnb.fronts.run_batch import _run_one
                 from headlesnb.fronts.run_exec import _stdout_reserved
@@ -432,7 +444,7 @@ def run_main(argv=None) -> int:
         summary = run_summary(rep, inp, out, _STATUS_OF.get(code, 'error'), msg) if a.summary or a.status_file else None
         if summary: summary['exit_code'] = code
         _write_status(a.status_file, code, rep, msg, summary)
-        if a.summary:
+        if a.summary and not (a.summary == '-' and out == '-'):  # (standard output carrying the notebook gets no summary: refused above)
             try: _write_summaries(a.summary, [summary])
             except HeadlesnbError as e: print(f'headlesnb: --summary {e}', file=sys.stderr); code = code or 2
         return code

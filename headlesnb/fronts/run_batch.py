@@ -6,7 +6,7 @@
 __all__ = ['start_kernel', 'KernelPool', 'run_job', 'run_threads', 'run_child', 'cluster_task', 'connect', 'run_cluster']
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #b07b5867
-import importlib, io, json, logging, os, shutil, subprocess, sys, tempfile, threading, time, uuid
+import importlib, io, json, logging, os, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from collections import deque
@@ -18,7 +18,7 @@ from ..errors import BadArgumentError, HeadlesnbError, KernelError
 from ..utils import die_with_parent
 from ..base import make_kernel
 from .run_io import local_path, make_folder, redact, scrub, text_sink
-from .run_exec import log, RunReport, _execute, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
+from .run_exec import log, RunReport, _execute, _error_name, start_seconds, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #300de3a4
 def _stderr(text:str): print(text, file=sys.stderr)
@@ -52,9 +52,9 @@ def _stream_file(path, taken_by_output:bool):
 def _run_one(a, inp:str, out:str|None, kernel=None, cwd=None, say=_stderr) -> tuple[int, RunReport|None]:
     "Run one notebook for the command line (on `kernels.kernel` in `cwd` when a batch started one for it); the exit status and the report"
     if a.engine not in (None, 'headlesnb', 'nbclient'): raise BadArgumentError(f"--engine {a.engine}: headlesnb has one engine (leave --engine out)")
-    paths = {}
-    if a.inject_input_path or a.inject_paths: paths['PAPERMILL_INPUT_PATH'] = inp
-    if a.inject_output_path or a.inject_paths: paths['PAPERMILL_OUTPUT_PATH'] = out if out is not None else ''
+    paths = {}  # (a URL's user and password are no parameter: the notebook, its metadata and logs get the URL without them)
+    if a.inject_input_path or a.inject_paths: paths['PAPERMILL_INPUT_PATH'] = redact(inp)
+    if a.inject_output_path or a.inject_paths: paths['PAPERMILL_OUTPUT_PATH'] = redact(out) if out is not None else ''
     params = collect_parameters(a.parameters, a.parameters_raw, a.parameters_file, a.parameters_yaml, a.parameters_base64, paths)
     if a.help_notebook: return _help_notebook(inp), None
     progress = a.progress_bar if a.progress_bar is not None else (sys.stderr.isatty() and not a.log_output)
@@ -101,7 +101,7 @@ def _warm_kernels(a) -> bool:
 
 def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:
     "The `headlesnb run` arguments of the child running `inp`: the parent's options, one notebook, no progress bar"
-    argv = [inp] + ([out] if out else []) + ['--status-file', status_file, '--no-progress-bar']
+    argv = ['--status-file', status_file, '--no-progress-bar']
     for flag, dest in (('-p', 'parameters'), ('-r', 'parameters_raw')):
         for n, v in getattr(a, dest): argv += [flag, n, v]
     for flag, dest in (('-f', 'parameters_file'), ('-y', 'parameters_yaml'), ('-b', 'parameters_base64')):
@@ -113,12 +113,13 @@ def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:
                           ('--request-save-on-cell-execute', '--no-request-save-on-cell-execute', 'request_save_on_cell_execute')):
         argv.append(on if getattr(a, dest) else off)
     for flag, dest in (('--engine', 'engine'), ('-k', 'kernel'), ('-l', 'language'), ('--cwd', 'cwd'), ('--log-level', 'log_level'),
-                       ('--start-timeout', 'start_timeout'), ('--execution-timeout', 'execution_timeout'),
+                       ('--execution-timeout', 'execution_timeout'),
                        ('--autosave-cell-every', 'autosave_cell_every'), ('--jupyter-url', 'jupyter_url'), ('--cells', 'cells'),
                        ('--total-timeout', 'total_timeout')):
         if (v := getattr(a, dest)) is not None: argv += [flag, str(v)]
+    argv += ['--start-timeout', str(-1 if a.start_timeout is None else a.start_timeout)]  # (None: -1 said no limit)
     for t in a.skip_tag: argv += ['--skip-tag', t]
-    return argv  # the token goes by the environment: a command line is visible to every user of the machine
+    return argv + ['--', inp] + ([out] if out else [])  # (after `--`: a path may start with -); the token goes by the environment: a command line is visible to every user of the machine
 
 def _finish_job(j:_Job, rc:int, status_file:Path, log_file:Path, t0:float):
     j.seconds = time.monotonic() - t0
@@ -135,7 +136,7 @@ def _finish_job(j:_Job, rc:int, status_file:Path, log_file:Path, t0:float):
 def start_kernel(name:str, cwd=None, start_timeout:float=60):
     "A kernelspec kernel started and answering, working in `cwd` (None: a new temporary folder); the kernel and its folder"
     cwd = cwd or tempfile.mkdtemp(prefix='headlesnb-cwd-')
-    k = make_kernel(name, cwd=cwd, output_limit=None, startup_timeout=start_timeout)
+    k = make_kernel(name, cwd=cwd, output_limit=None, startup_timeout=start_seconds(start_timeout))
     try: k.start()
     except KernelError: pass  # the notebook's first cell starts it again and says why it cannot (as without a pool)
     return k, str(cwd)
@@ -227,7 +228,7 @@ def run_job(a, j:_Job, pool:KernelPool):
     j.status = _STATUS_OF.get(code, 'error')
     if rep is not None: j.cells = f'{rep.ran}/{rep.total}'
     f = rep.failure if rep is not None else None
-    j.message = msg or (f"cell {f['cell_index'] + 1} (id {f['cell_id']}): {f['ename']}" if f else '')
+    j.message = msg or (f"cell {f['cell_index'] + 1} (id {f['cell_id']}): {_error_name(f)}" if f else '')
     j.summary = run_summary(rep, j.inp, j.out, j.status, j.message)
     j.summary['exit_code'] = code
     return j
@@ -273,8 +274,11 @@ def run_child(a, j:_Job):
         with open(lf, 'wb') as err:
             p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'run', *_child_argv(a, j.inp, j.out, str(sf))], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=err, env=env, preexec_fn=die_with_parent())  # (a worker killed mid-notebook takes its run along)
+        j.proc = p  # (for a Ctrl-C in the batch: interrupted through it)
         _finish_job(j, p.wait(), sf, lf, t0)
-    finally: shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        j.__dict__.pop('proc', None)
+        shutil.rmtree(tmp, ignore_errors=True)
     return j
 
 _pools, _pools_mu = {}, threading.Lock()
@@ -285,10 +289,27 @@ def _worker_pool(a) -> KernelPool:
         if (p := _pools.get(key := (a.kernel, a.start_timeout))) is None: p = _pools[key] = KernelPool(a.start_timeout, starters=2, max_idle=120)
         return p
 
-def cluster_task(a, inp:str, out:str|None, key:list, left:int=2) -> _Job:
+def _interrupt_when(stop:str, client, j:_Job, done:threading.Event):
+    """On a worker, beside a task: once the batch's Dask event `stop` is set (a Ctrl-C or SIGTERM where the batch was started),
+    interrupt the task's run (its `headlesnb run` process, or its kernel), which writes what ran and ends as interrupted"""
+    from distributed import Event
+    try:
+        ev = Event(stop, client=client)
+        while not done.is_set() and not ev.wait(1): pass
+    except Exception: return  # (the scheduler is gone: no one left to ask)
+    hit = set()
+    while not done.is_set():  # (a run that starts just after is interrupted too)
+        for what in ('proc', 'kernel'):
+            if (x := j.__dict__.get(what)) is not None and id(x) not in hit:
+                hit.add(id(x))
+                x.send_signal(signal.SIGINT) if what == 'proc' else x.interrupt()
+        done.wait(0.2)
+
+def cluster_task(a, inp:str, out:str|None, key:list, left:int=2, stop:str|None=None) -> _Job:
     """One notebook as a task on a Dask worker. The scheduler runs a task again when its worker dies: the attempts are
     counted in the scheduler's metadata under `key`, so a notebook runs at most twice, then counts as failed naming the deaths.
-    `left`: this worker's share of the notebooks submitted after this one (no more kernels are started ahead than it may take)"""
+    `left`: this worker's share of the notebooks submitted after this one (no more kernels are started ahead than it may take).
+    `stop`: the name of the batch's Dask event, set when the batch is stopped: the run is interrupted (`_interrupt_when`)"""
     from distributed import get_client, get_worker
     me, c = get_worker().address, get_client()
     log.setLevel(a.log_level or ('INFO' if a.log_output else 'WARNING')); log.propagate = False  # (the job keeps its log; the worker's stays clean)
@@ -298,6 +319,22 @@ def cluster_task(a, inp:str, out:str|None, key:list, left:int=2) -> _Job:
     if len(tried) >= 2:
         j.status, j.message = 'dead', f"the workers running it died: {', '.join(tried)} (it ran once more after the first death)"
         j.summary = run_summary(None, inp, out, 'dead', j.message); j.summary['exit_code'] = 138
+        return j
+    if stop:
+        from distributed import Event
+        if Event(stop, client=c).is_set(): return j  # (the batch was stopped before this one's turn: not run)
+        done = threading.Event()
+        threading.Thread(target=_interrupt_when, args=(stop, c, j, done), daemon=True, name='headlesnb-task-stop').start()
+    try: return _run_task(a, j, me, tried, left)
+    finally:
+        if stop: done.set()
+
+def _run_task(a, j:_Job, me:str, tried:list, left:int) -> _Job:
+    inp, out = j.inp, j.out
+    if (p := local_path(inp)) is not None and not Path(p).expanduser().exists():  # (the caller's machine may have it: say whose machine looked)
+        j.status, j.message = 'error', (f"{inp}: no such notebook on the Dask worker {me}: a worker reads the paths given on its own machine: "
+                                        "give a path it has (a shared folder) or a URL")
+        j.summary = run_summary(None, inp, out, 'error', j.message); j.summary['exit_code'] = 2
         return j
     if _warm_kernels(a):
         pool = _worker_pool(a)
@@ -375,6 +412,8 @@ def _close_pools():
     with _pools_mu: pools = list(_pools.values()); _pools.clear()
     for p in pools: p.close()
 
+def _within(seconds) -> str: return '' if seconds is None else f' within {seconds:g}s'  # (None: --start-timeout -1, no limit)
+
 def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|None=None):
     """A Dask client for `--cluster`: `tcp://HOST:PORT` (a running scheduler) or `local:N` (N worker processes started here, or
     `most` if fewer: a batch's notebooks, so that a slip such as local:1000 does not start a thousand idle processes); and what to close"""
@@ -392,14 +431,32 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|N
             client.wait_for_workers(n, timeout=start_timeout)
         except BaseException as e:
             local.close()
-            if isinstance(e, (OSError, TimeoutError)): raise BadArgumentError(f"--cluster {address}: the workers did not start within {start_timeout:g}s") from None
+            if isinstance(e, (OSError, TimeoutError)): raise BadArgumentError(f"--cluster {address}: the workers did not start{_within(start_timeout)}") from None
             raise
         return client, local
     if '://' not in address: raise BadArgumentError(f"--cluster {address}: give a scheduler's address (tcp://HOST:8786) or local:N")
+    try: return _client(address, start_timeout), None
+    except ValueError as e:
+        raise BadArgumentError(f"--cluster {redact(address)}: not an address Dask takes ({scrub(' '.join(str(e).split()), address)}): "
+                               "give a scheduler's, tcp://HOST:8786") from None
+    except (OSError, TimeoutError) as e:
+        raise BadArgumentError(f"--cluster {redact(address)}: no Dask scheduler answered{_within(start_timeout)} ({scrub(' '.join(str(e).split()), address)}); "
+                               "check the address and port, and that the scheduler is up") from None
+
+def _client(address:str, timeout:float|None):
+    """A Dask client of the scheduler at `address`, made within `timeout` seconds, else TimeoutError. Dask's own timeout bounds
+    the connection, not the handshake after it: on a port where something else listens (a web server, a proxy) the client
+    waited for ever. It is made in a thread of its own, which is left behind (a daemon) when the time is up"""
     from distributed import Client
-    try: return Client(address, timeout=start_timeout), None
-    except (OSError, TimeoutError, ValueError) as e:
-        raise BadArgumentError(f"--cluster {redact(address)}: no Dask scheduler answered within {start_timeout:g}s ({scrub(' '.join(str(e).split()))})") from None
+    got = {}
+    def make():
+        try: got['client'] = Client(address, timeout=timeout)
+        except BaseException as e: got['error'] = e
+    t = threading.Thread(target=make, daemon=True, name='headlesnb-dask-connect')
+    t.start(); t.join(None if timeout is None else timeout + 2)  # (2 s for Dask to report its own timeout first)
+    if 'error' in got: raise got['error']
+    if 'client' not in got: raise TimeoutError(f'{redact(address)} took the connection but did not answer as a Dask scheduler')
+    return got['client']
 
 def _failed_task(j:_Job, e:BaseException):
     "A task that ended in an exception, not a result: its worker died (Dask gave up on it), or the worker could not run it"
@@ -408,25 +465,39 @@ def _failed_task(j:_Job, e:BaseException):
     else: j.status, j.message = 'error', f'{type(e).__name__}: {scrub(e)}'
     j.summary = run_summary(None, j.inp, j.out, j.status, j.message)
 
+def _absolute(path):
+    "A local path as a worker should read it: absolute, from the folder `headlesnb run` was started in (a worker's own is elsewhere)"
+    p = local_path(path) if path is not None else None
+    return path if p is None or path == '-' else str(Path(p).expanduser().resolve())
+
+_STOP_WAIT = 30  # seconds a stopped --cluster batch waits for its running notebooks to write what ran
+
 def run_cluster(a, jobs:list, report) -> bool:
     "A batch as tasks of a Dask cluster; one line per notebook as it ends; True if interrupted"
     cwd = _job_cwd(a, jobs[0].inp) if jobs else None
     warm = dict(kernel=a.kernel, cwd=cwd, start_timeout=a.start_timeout, notebooks=len(jobs)) if _warm_kernels(a) and cwd else None
     client, local = connect(a.cluster, a.start_timeout, warm, most=len(jobs))
     from distributed import as_completed
-    if a.output_dir: make_folder(a.output_dir)
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
     try:
+        if a.output_dir: make_folder(a.output_dir)  # (in here: a folder refused still stops the workers started for it)
         w = max(1, len(client.scheduler_info().get('workers') or ()))
-        futs = {client.submit(cluster_task, a, j.inp, j.out, ['headlesnb-run', batch, str(i)], (len(jobs) - 1 - i) // w,  # (a worker's share of the rest, rounded down)
-                              key=f'headlesnb-run-{batch}-{i}', pure=False): j for i, j in enumerate(jobs)}
-        try:
-            for f in as_completed(futs):
+        stop = f'headlesnb-stop-{batch}'
+        futs = {client.submit(cluster_task, a, _absolute(j.inp), _absolute(j.out), ['headlesnb-run', batch, str(i)], (len(jobs) - 1 - i) // w,  # (a worker's share of the rest, rounded down)
+                              stop, key=f'headlesnb-run-{batch}-{i}', pure=False): j for i, j in enumerate(jobs)}
+        def collect(fs, timeout=None):
+            for f in as_completed(fs, timeout=timeout):
                 j = futs[f]
-                try: j.__dict__.update(f.result().__dict__)
+                try: j.__dict__.update({k: v for k, v in f.result().__dict__.items() if k not in ('inp', 'out')})  # (shown as given)
                 except Exception as e: _failed_task(j, e); j.seconds = time.monotonic() - t0
-                report(j)
-        except KeyboardInterrupt:
+                if j.status != 'not run': report(j)
+        try: collect(futs)
+        except KeyboardInterrupt:  # the running notebooks are interrupted where they run, and write what ran; the others do not start
+            try:
+                from distributed import Event
+                Event(stop, client=client).set()
+                collect([f for f in futs if not f.done()], timeout=_STOP_WAIT)
+            except (KeyboardInterrupt, TimeoutError, OSError): pass  # (a second Ctrl-C, or a run slow to stop: left to the cancel)
             client.cancel(list(futs))
             return True
         return False

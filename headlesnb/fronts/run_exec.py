@@ -4,14 +4,14 @@
 
 # %% auto #0
 __all__ = ['log', 'ERROR_MARKER_TAG', 'ERROR_MESSAGE_TEMPLATE', 'ERROR_ANCHOR_MSG', 'SCRAP_MIME', 'PapermillExecutionError',
-           'EXIT_STATUS', 'resolve_type', 'collect_parameters', 'py_literal', 'parameters_source', 'first_tagged',
-           'inject_parameters', 'infer_parameters', 'parse_notebook', 'load_notebook', 'prepare_metadata',
-           'remove_error_markers', 'add_error_banner', 'skipped_cells', 'read_scraps', 'notebook_language',
-           'run_kernel_name', 'make_run_kernel', 'NotebookExecutionError', 'DeadKernelError', 'RunReport',
-           'execute_notebook', 'run_summary', 'run_notebook']
+           'EXIT_STATUS', 'resolve_type', 'collect_parameters', 'py_literal', 'r_literal', 'julia_literal',
+           'bash_literal', 'parameters_source', 'first_tagged', 'inject_parameters', 'infer_parameters',
+           'parse_notebook', 'load_notebook', 'prepare_metadata', 'remove_error_markers', 'add_error_banner',
+           'skipped_cells', 'read_scraps', 'notebook_language', 'run_kernel_name', 'start_seconds', 'make_run_kernel',
+           'NotebookExecutionError', 'DeadKernelError', 'RunReport', 'execute_notebook', 'run_summary', 'run_notebook']
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #40b897bf
-import ast, base64, binascii, json, keyword, logging, math, os, platform, re, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
+import ast, base64, binascii, json, keyword, logging, math, os, platform, re, select, shlex, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,6 +38,19 @@ def resolve_type(value:str):
     return value
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #c3d2e373
+_MAX_DEPTH = 100  # lists and mappings nested deeper are refused: Python's parser stops at 200 brackets, and no real parameter nests so
+_TOO_DEEP = f"values nest lists or mappings more than {_MAX_DEPTH} deep: flatten them, or pass the value as a string (-r) and parse it in the notebook"
+
+def _too_deep(v) -> bool:
+    "Do lists and mappings nest in `v` deeper than `_MAX_DEPTH`? (Iterative, and it stops there: a value that contains itself is too deep too)"
+    todo = [(v, 0)]
+    while todo:
+        x, depth = todo.pop()
+        if isinstance(x, (dict, list, tuple)):
+            if depth >= _MAX_DEPTH: return True
+            todo += [(y, depth + 1) for y in (x.values() if isinstance(x, dict) else x)]
+    return False
+
 def _yaml_params(text, what:str) -> dict:
     "The mapping in YAML `text`; `what` names its source in errors"
     import yaml
@@ -46,9 +59,11 @@ def _yaml_params(text, what:str) -> dict:
                                        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
     try: d = yaml.load(text, Loader=NoDates)
     except yaml.YAMLError as e: raise BadArgumentError(f"{what}: not valid YAML ({' '.join(str(e).split())})") from None
+    except RecursionError: raise BadArgumentError(f"{what}: {_TOO_DEEP}") from None  # (PyYAML builds nested values by recursion)
     if d is None: return {}
     try: json.dumps(d, default=str)
-    except (ValueError, RecursionError): raise BadArgumentError(f"{what}: the parameters contain themselves (a recursive YAML alias): write the values out") from None
+    except ValueError: raise BadArgumentError(f"{what}: the parameters contain themselves (a recursive YAML alias): write the values out") from None
+    except RecursionError: raise BadArgumentError(f"{what}: {_TOO_DEEP}") from None
     if not isinstance(d, dict): raise BadArgumentError(f"{what}: parameters must be a YAML mapping of names to values, not a {type(d).__name__}")
     return d
 
@@ -70,6 +85,8 @@ def collect_parameters(parameters=(), raw=(), files=(), yamls=(), base64s=(), pa
     return res
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #4a06885c
+def _is_python(language) -> bool: return language is None or str(language).lower() in ('python', 'python3', 'ipython', 'ipython3')
+
 def _py_str(s) -> str:
     return '"' + str(s).encode('unicode_escape').decode('utf-8').replace('"', r'\"') + '"'
 
@@ -93,10 +110,10 @@ def _is_literal(n) -> bool:
     return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == 'float' and not n.keywords
             and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) and n.args[0].value in ('nan', 'inf', '-inf'))
 
-def parameters_source(params:dict, comment:str='Parameters') -> str:
-    "The injected cell's source: `# Parameters`, then `name = literal` per parameter (checked to be only that)"
+def _python_source(params:dict, comment:str) -> str:
+    "Python's cell: names must be Python identifiers; the source is parsed back and checked to hold only `name = literal`"
     for n in params:
-        if not isinstance(n, str) or not n.isidentifier() or keyword.iskeyword(n):
+        if not n.isidentifier() or keyword.iskeyword(n):
             raise BadArgumentError(f"parameter name {n!r} is not a Python identifier (letters, digits and _, not starting with a digit)")
     src = f'# {comment}'.strip() + '\n' + ''.join(f'{n} = {py_literal(v)}\n' for n, v in params.items())
     body = ast.parse(src).body
@@ -105,14 +122,93 @@ def parameters_source(params:dict, comment:str='Parameters') -> str:
         raise BadArgumentError("the parameters could not be written as Python literals")  # never expected: a guard, not a path
     return src
 
+def _quoted(s, also:str='') -> str:
+    """`s` as a double-quoted R or Julia string: backslash, `"` and the characters of `also` escaped with a backslash, control
+    characters as `\\uXXXX` (both languages' form); nothing else in such a string is code"""
+    return '"' + ''.join('\\' + ch if ch in '\\"' + also else f'\\u{ord(ch):04x}' if ord(ch) < 0x20 or ord(ch) == 0x7f else ch
+                         for ch in str(s)) + '"'
+
+def _number(v) -> str:
+    "An int or float as R and Julia write it (`Inf`, `-Inf`, `NaN`)"
+    if isinstance(v, int): return str(int(v))
+    return repr(float(v)) if math.isfinite(v) else 'NaN' if math.isnan(v) else '-Inf' if v < 0 else 'Inf'
+
+def r_literal(v) -> str:
+    "R source for a parameter value, as papermill's R translator writes it (lists and mappings as `list(...)`)"
+    if v is None: return 'NULL'
+    if isinstance(v, bool): return 'TRUE' if v else 'FALSE'
+    if isinstance(v, (int, float)): return _number(v)
+    if isinstance(v, dict): return 'list(' + ', '.join(f'{_quoted(k)} = {r_literal(x)}' for k, x in v.items()) + ')'
+    if isinstance(v, list): return 'list(' + ', '.join(map(r_literal, v)) + ')'
+    return _quoted(v)
+
+def julia_literal(v) -> str:
+    "Julia source for a parameter value, as papermill's Julia translator writes it, but with `$` escaped (in Julia a string interpolates it)"
+    if v is None: return 'nothing'
+    if isinstance(v, bool): return 'true' if v else 'false'
+    if isinstance(v, (int, float)): return _number(v)
+    if isinstance(v, dict): return 'Dict(' + ', '.join(f'{_quoted(k, "$")} => {julia_literal(x)}' for k, x in v.items()) + ')'
+    if isinstance(v, list): return '[' + ', '.join(map(julia_literal, v)) + ']'
+    return _quoted(v, '$')
+
+def bash_literal(v) -> str:
+    "bash source for a parameter value, as papermill's bash translator writes it: every string through `shlex.quote`; a list as an array"
+    return '(' + ' '.join(map(_bash_word, v)) + ')' if isinstance(v, list) else _bash_word(v)
+
+def _bash_word(v) -> str:
+    if v is None: return "''"  # (papermill writes nothing: the same empty value, and an array keeps its place for it)
+    if isinstance(v, bool): return 'true' if v else 'false'
+    if isinstance(v, int): return str(int(v))
+    if isinstance(v, float): return repr(float(v))  # (digits, '.', 'e', a sign, inf or nan: no shell syntax)
+    if isinstance(v, (dict, list)): raise BadArgumentError("bash has no mapping, nor list within a list, to hold it: give a string, a number or a list of them")
+    return shlex.quote(str(v))
+
+_ASCII_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+_R_RESERVED = {'if', 'else', 'repeat', 'while', 'function', 'for', 'next', 'break', 'in', 'TRUE', 'FALSE', 'NULL', 'Inf', 'NaN',
+               'NA', 'NA_integer_', 'NA_real_', 'NA_character_', 'NA_complex_'}
+_JULIA_KEYWORDS = {'baremodule', 'begin', 'break', 'catch', 'const', 'continue', 'do', 'else', 'elseif', 'end', 'export', 'false',
+                   'finally', 'for', 'function', 'global', 'if', 'import', 'let', 'local', 'macro', 'module', 'public', 'quote',
+                   'return', 'struct', 'true', 'try', 'using', 'while'}
+
+def _r_name(n:str) -> str: return n.lstrip('_')  # (papermill drops leading underscores: R names cannot start with one)
+
+# language: (its name for messages, name -> the name assigned, the names it refuses, literal, the assignment)
+_OTHER_LANGUAGES = {'r': ('R', _r_name, _R_RESERVED, r_literal, '{n} = {v}'),
+                    'julia': ('Julia', str, _JULIA_KEYWORDS, julia_literal, '{n} = {v}'),
+                    'bash': ('bash', str, set(), bash_literal, '{n}={v}')}
+
+def _other_source(params:dict, comment:str, language:str) -> str:
+    "The cell for an R, Julia or bash notebook: ASCII names that are no keyword of the language; each value through its translator"
+    title, rename, reserved, literal, assign = _OTHER_LANGUAGES[language]
+    lines = []
+    for n, v in params.items():
+        if not _ASCII_NAME.match(m := rename(n)) or m in reserved:
+            raise BadArgumentError(f"parameter name {n!r} is not a {title} variable name (ASCII letters, digits and _, not starting with a digit, not a keyword)")
+        try: lines.append(assign.format(n=m, v=literal(v)) + '\n')
+        except BadArgumentError as e: raise BadArgumentError(f"parameter {n!r}: {e}") from None
+    return f'# {comment}'.strip() + '\n' + ''.join(lines)
+
+def _param_language(language) -> str:
+    "Which translator writes the parameters of a notebook in `language` (None: Python); a clear refusal for the others"
+    lang = 'python' if _is_python(language) else str(language).lower()
+    if lang in ('python', *_OTHER_LANGUAGES): return lang
+    raise BadArgumentError(f"parameters can be injected into Python, R, Julia and bash notebooks, and this one's language is {language!r}: "
+                           "run it without parameters, or give -l LANGUAGE if its metadata names the wrong one")
+
+def parameters_source(params:dict, comment:str='Parameters', language:str|None=None) -> str:
+    "The injected cell's source for a notebook in `language` (None: Python): `# Parameters`, then one assignment per parameter"
+    lang = _param_language(language)
+    for n, v in params.items():
+        if not isinstance(n, str): raise BadArgumentError(f"parameter name {n!r} is not a string: names are variable names")
+        if _too_deep(v): raise BadArgumentError(f"parameter {n!r}: its {_TOO_DEEP}")
+    return _python_source(params, comment) if lang == 'python' else _other_source(params, comment, lang)
+
 # %% ../../nbs/26a_fronts.run_exec.ipynb #61c80021
 def _tags(cell) -> list: return cell.get('metadata', {}).get('tags') or []
 
 def first_tagged(nb, tag:str) -> int:
     "Index of the first cell tagged `tag`, -1 if none"
     return next((i for i, c in enumerate(nb.cells) if tag in _tags(c)), -1)
-
-def _is_python(language) -> bool: return language is None or str(language).lower() in ('python', 'python3', 'ipython', 'ipython3')
 
 def _node(d):
     "`d` with attribute access throughout, as nbformat's NotebookNode (importing nbformat can cost a second: see below)"
@@ -125,10 +221,8 @@ def _new_cell(nb, cell_type:str, source:str, tags:list):
     return _node(c)
 
 def inject_parameters(nb, params:dict, report_mode:bool=False, language:str|None=None):
-    "Put `params` in a code cell tagged `injected-parameters`, where papermill puts it"
-    if not _is_python(language):
-        raise BadArgumentError(f"parameters can only be injected into Python notebooks, and this one's language is {language!r}")
-    cell = _new_cell(nb, 'code', parameters_source(params), ['injected-parameters'])
+    "Put `params` in a code cell tagged `injected-parameters`, where papermill puts it, written in the notebook's `language`"
+    cell = _new_cell(nb, 'code', parameters_source(params, language=language), ['injected-parameters'])
     if report_mode: cell.metadata['jupyter'] = {'source_hidden': True}
     inj, par = first_tagged(nb, 'injected-parameters'), first_tagged(nb, 'parameters')
     if inj >= 0: nb.cells[inj] = cell
@@ -178,14 +272,34 @@ def _older(nb:dict, name:str) -> dict:
     try: return nbformat.convert(nbformat.reader.reads(json.dumps(nb)), 4)
     except Exception as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
 
+def _check_shapes(nb:dict, name:str):
+    "Refuse metadata a run reads that has the wrong shape for nbformat's schema (an object that is a string, tags that are not a list of strings)"
+    def bad(where:str, should:str): raise CorruptFileError(f"{name}: {where} is not {should}, as nbformat's schema requires: fix it in the notebook's JSON")
+    md = nb['metadata']
+    for k, names in (('kernelspec', ('name', 'language', 'display_name')), ('language_info', ('name',)), ('papermill', ())):
+        if k not in md: continue
+        if not isinstance(md[k], dict): bad(f'metadata.{k}', 'an object')
+        for n in names:
+            if not isinstance(md[k].get(n), (str, type(None))): bad(f'metadata.{k}.{n}', 'a string')
+    for i, c in enumerate(nb['cells']):
+        cm = c['metadata']
+        if not isinstance(cm, dict): bad(f"cell {i + 1}'s metadata", 'an object')
+        for k in ('papermill', 'jupyter'):
+            if not isinstance(cm.get(k, {}), dict): bad(f"cell {i + 1}'s metadata.{k}", 'an object')
+        if not isinstance(tags := cm.get('tags', []), list) or not all(isinstance(t, str) for t in tags):
+            bad(f"cell {i + 1}'s metadata.tags", 'a list of strings')  # (a string would be taken apart: 'parameters' in "injected-parameters")
+
 def parse_notebook(data, name:str='<notebook>'):
     "A NotebookNode from notebook JSON (`bytes` or `str`); `CorruptFileError` naming `name` if it is not one"
     try: text = data.decode('utf-8') if isinstance(data, (bytes, bytearray)) else data
     except UnicodeDecodeError: raise CorruptFileError(f"{name}: not a notebook (not UTF-8 text)") from None
-    try: nb = json.loads(text)
-    except ValueError as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
-    if isinstance(nb, dict) and nb.get('nbformat') != 4: nb = _older(nb, name)
-    nb = _node(check_nb(nb, name))  # (4.5: every cell has an id)
+    try:
+        try: nb = json.loads(text)
+        except ValueError as e: raise CorruptFileError(f"{name}: not a readable notebook ({_short(e)})") from None
+        if isinstance(nb, dict) and nb.get('nbformat') != 4: nb = _older(nb, name)
+        _check_shapes(check_nb(nb, name), name)
+        nb = _node(nb)  # (4.5: every cell has an id)
+    except RecursionError: raise CorruptFileError(f"{name}: not a readable notebook (its JSON nests too deep to read)") from None
     for c in nb.cells:
         c.metadata.setdefault('tags', [])
         c.metadata.setdefault('papermill', _node({}))
@@ -280,6 +394,12 @@ def run_kernel_name(name:str|None, jupyter_url:str|None=None) -> str|None:
     from headlesnb.kernels.subkernel import check_kernelspec
     return check_kernelspec(name)
 
+_NO_START_LIMIT = 10.0 ** 9  # seconds: a kernel start "without limit" (-1 or None), as the kernels take a number (some 30 years)
+
+def start_seconds(t) -> float:
+    "The seconds a kernel may take to start: `t`, or for nbclient's and papermill's -1 (or None), no limit"
+    return _NO_START_LIMIT if t is None or t == -1 else t
+
 def make_run_kernel(nb, kernel_name:str|None=None, language:str|None=None, cwd=None, jupyter_url:str|None=None,
                     jupyter_token:str|None=None, start_timeout:float=60, mpl_format:str|None='png'):
     "The kernel for `nb`: in-process for Python unless `kernel_name` says otherwise; and the name of what was chosen"
@@ -288,11 +408,19 @@ def make_run_kernel(nb, kernel_name:str|None=None, language:str|None=None, cwd=N
     meta = {**nb.metadata, 'kernelspec': {**ks, 'language': lang}} if language else nb.metadata
     choice = kernel_for_notebook(meta, kernel_name, remote=bool(jupyter_url))
     return make_kernel(choice, cwd=cwd, jupyter_url=jupyter_url, jupyter_token=jupyter_token, output_limit=None, mpl_format=mpl_format,
-                       startup_timeout=start_timeout, main_thread=True), choice
+                       startup_timeout=start_seconds(start_timeout), main_thread=True), choice
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #e4b7ddc9
 def _strip_ansi(s:str) -> str: return re.sub(r'\x1b\[[0-9;?]*[ -/]*[@-~]', '', s)
-def _what(ename, evalue) -> str: return f'{ename}: {evalue}' if evalue not in (None, '') else str(ename)
+def _what(ename, evalue) -> str:
+    "An error in one line: `Name: value`; a nameless one by its value (bash_kernel's: a command's exit status, a number)"
+    name, value = str(ename or ''), '' if evalue is None else str(evalue)
+    if name: return f'{name}: {value}' if value else name
+    return f'exit status {value}' if value.isdigit() else value or 'an error with neither a name nor a message'
+
+def _error_name(f:dict) -> str:
+    "A failure's short name for a batch's line: its `ename`, or for a nameless error what `_what` says"
+    return f['ename'] or _what(f['ename'], f['evalue'])
 
 class NotebookExecutionError(HeadlesnbError):
     "A cell failed: which one (0-based `cell_index` in the executed notebook, its id and execution count) and its error"
@@ -395,6 +523,7 @@ class _Run(BaseManager):
         self.current, self.turn, self.ran, self.shown = None, None, 0, {}  # the cell running; the cell whose turn it is
         self.saved_at, self.due, self.save_lock = time.monotonic(), None, threading.Lock()  # the last write; when one held back is due
         self.watchdog = None  # a `_Watchdog`, while timed cells run on an in-process kernel
+        self.interrupted = False  # a Ctrl-C (or SIGTERM) came while an in-process cell ran: the run ends with that cell (`_guard_interrupts`)
         self._items['run'] = Item('run', self.root / 'run.ipynb', self.doc, None, state=dict(queue=[], running=None, worker=None))
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #48f4061d
@@ -426,6 +555,57 @@ class _Watchdog:
     def _send(self, line:str):
         self.p.stdin.write(line.replace('\n', ' ').encode() + b'\n'); self.p.stdin.flush()
     def close(self): self.p.stdin.close(); self.p.wait()
+
+# %% ../../nbs/26a_fronts.run_exec.ipynb #d9e1f2a3
+class _Interrupts:
+    """In-process, Ctrl-C raises KeyboardInterrupt in the cell, which a cell may catch and run on. The signals are seen here
+    whatever handler the kernel has set (through Python's wakeup fd, a pipe the interpreter writes each one's number to), so
+    that the run ends with that cell; if the same cell still runs after a second one or `grace` seconds, the outputs so far are
+    written and the process exits, 130 (143 after SIGTERM), as a kernel process's run does when its kernel ignores the interrupt"""
+    grace = 5.0
+    def __init__(self, run):
+        self.run, (self.rfd, wfd) = run, os.pipe()
+        os.set_blocking(wfd, False)
+        self.wfd, self.old = wfd, signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self._watch, daemon=True, name=threading.current_thread().name + '-interrupts')
+        self.t.start()
+
+    def _watch(self):
+        first, cell, term = None, None, False
+        while not self.stop.is_set():
+            if select.select([self.rfd], [], [], 0.1)[0]:
+                got = os.read(self.rfd, 512)
+                term = term or signal.SIGTERM in got
+                for _ in range(got.count(signal.SIGINT) if self._outside() else 0):
+                    if first is None: first, cell = time.monotonic(), self.run.current; self.run.interrupted = True
+                    elif cell is not None and self.run.current is cell: self.run._abandon(143 if term else 130)
+            if cell is not None and self.run.current is cell and time.monotonic() - first > self.grace: self.run._abandon(143 if term else 130)
+
+    def _outside(self) -> bool:
+        "Can a SIGINT now be the user's? Past the cell's timeout the kernel sends its own, to stop the cell"
+        r = self.run
+        return r.current is None or r.cell_timeout is None or time.monotonic() < r.cell_t0 + r.cell_timeout
+
+    def close(self):
+        self.stop.set(); self.t.join()
+        signal.set_wakeup_fd(self.old)
+        os.close(self.rfd); os.close(self.wfd)
+
+@patch
+def _abandon(self:_Run, code:int):
+    "The cell caught the interrupt and runs on: write the outputs so far (its own as printed), say so, and exit with `code`"
+    with self.lock:
+        if (cell := self.current) is None: return  # (it ended meanwhile: the run ends as usual)
+        cell.outputs = [_node({'output_type': 'stream', 'name': n, 'text': t.splitlines(True)}) for n, t in _live(self.kernel).items() if t]
+        cell.outputs.append(_node(_error_output('KeyboardInterrupt', 'the cell caught the interrupt and ran on: the run was stopped here')))
+        cell.metadata.papermill.update(exception=True, status='failed')
+        self.nb.metadata.papermill['exception'] = True
+    self._finish(RunReport(self.nb, status='interrupted'))
+    sys.stderr.write(f"headlesnb: interrupted (cell {self.nb.cells.index(cell) + 1}, id {cell.get('id')}, caught the interrupt and ran on: "
+                     "the run was stopped there, its outputs so far written)\n")
+    sys.stderr.flush()
+    os._exit(code)
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #c0268fca
 def _live(kernel) -> dict:
@@ -500,7 +680,7 @@ def _cell_turn(self:_Run, it, cid:str):
 @patch
 def _run_started(self:_Run, it, cid:str):
     "The kernel is about to run the cell: the watcher follows it, the watchdog guards it"
-    self.current, self.shown = self.doc.cell(cid), {}
+    self.current, self.shown, self.cell_t0 = self.doc.cell(cid), {}, time.monotonic()
     self.ran += 1
     self._guard(self.current)
 
@@ -553,6 +733,7 @@ def _cell_done(self:_Run, it, cid:str, r:dict|None):
     log.info(f'Ending Cell {i + 1:-<43}')
     if self.bar: self.bar.update(i + 1)
     self.save()
+    if self.interrupted: raise KeyboardInterrupt  # the cell caught a Ctrl-C (in-process) and ended: the run ends here too
 
 @patch
 def _failure(self:_Run, cell, exec_count, error:dict) -> dict:
@@ -629,6 +810,7 @@ def run(self:_Run) -> RunReport:
     if self.log_output or any(self.files.values()) or (self.save_fn and self.incremental):
         watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True, name=threading.current_thread().name + '-watch')  # (named after its run: a batch's logs go by thread)
         watcher.start()
+    guard = _Interrupts(self) if getattr(self.kernel, 'main_thread', False) and threading.current_thread() is threading.main_thread() else None
     try: self._verdict(self._run_all('run', self.allow_errors, self.timeout)['errors'], rep)
     except KeyboardInterrupt:
         rep.status = 'interrupted'
@@ -641,6 +823,7 @@ def run(self:_Run) -> RunReport:
     finally:
         rep.ran, rep.timings = self.ran, self.timings
         stop.set()
+        if guard: guard.close()
         with _sigint_deferred():
             if watcher: watcher.join()
             self._finish(rep)
@@ -669,6 +852,7 @@ def _stdout_writer():
         fd = _STDOUT_FD if _STDOUT_FD is not None else sys.stdout.fileno()
         if _STDOUT_FD is None: sys.stdout.flush()
         while data: data = data[os.write(fd, data):]
+    write.once = True  # (one notebook on standard output: written at the end only)
     return write
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #194f9d59
@@ -678,7 +862,7 @@ def _format_path(path, params:dict):
     now = datetime.now()
     pm = dict(run_uuid=str(uuid.uuid4()), current_datetime_local=now, current_datetime_utc=datetime.now(timezone.utc))
     try: return path.format(**{'pm': pm, **params})
-    except (KeyError, IndexError, ValueError, AttributeError) as e: raise BadArgumentError(f"{path}: cannot fill in the path with the parameters ({_short(e)})") from None
+    except (KeyError, IndexError, ValueError, AttributeError) as e: raise BadArgumentError(f"{redact(path)}: cannot fill in the path with the parameters ({_short(e)})") from None
 
 _ENGINE_KWARGS = ('execution_timeout', 'timeout', 'autosave_cell_every', 'allow_errors', 'jupyter_url', 'jupyter_token', 'mpl_format',
                   'cells', 'skip_tags', 'total_timeout')
@@ -716,7 +900,7 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
     if save is None and output_path is not None:
         if output_path != '-': check_writable(output_path)  # a folder, or a store refusing us: an error before the run
         save = _stdout_writer() if output_path == '-' else writer(output_path)
-    incremental = request_save_on_cell_execute and output_path != '-'
+    incremental = request_save_on_cell_execute and not getattr(save, 'once', False)  # (standard output, a device or a FIFO: once, at the end)
     if prepare_only:
         if save: save(dump_nb(nb))
         return RunReport(nb, total=sum(c.cell_type == 'code' for c in nb.cells))
@@ -726,7 +910,8 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
         cwd = Path(local).expanduser().resolve().parent if local is not None else (tmp := tempfile.mkdtemp(prefix='headlesnb-cwd-'))
     elif cwd is None: cwd = Path.cwd()
     else: log.info(f"Working directory: {cwd}")
-    if not Path(cwd).expanduser().is_dir(): raise BadArgumentError(f"--cwd {cwd}: no such folder")
+    if not Path(cwd).expanduser().is_dir(): raise BadArgumentError(f"--cwd {cwd}: {'not a folder' if Path(cwd).expanduser().exists() else 'no such folder'}")
+    execution_timeout, start_timeout = (None if t == -1 else t for t in (timeout if execution_timeout is None else execution_timeout, start_timeout))  # (nbclient's and papermill's -1: no limit)
     for n, t in (('execution_timeout', execution_timeout), ('start_timeout', start_timeout), ('autosave_cell_every', autosave_cell_every)):
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or (t == 0 and n != 'autosave_cell_every')):
             raise BadArgumentError(f"{n} must be a positive number of seconds, not {t!r}")
@@ -737,7 +922,7 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
             try: start()  # a kernel that cannot start is no failing cell: an error before the run, and nothing written
             except KernelError as e: raise KernelError(str(e) if repr(kname) in str(e) else f"the kernel {kname!r} could not start: {e}") from None
         log.info(f"Executing notebook with kernel: {kname}")
-        run = _Run(nb, kernel, Path(cwd).expanduser(), save, incremental, execution_timeout or timeout, allow_errors, progress_bar,
+        run = _Run(nb, kernel, Path(cwd).expanduser(), save, incremental, execution_timeout, allow_errors, progress_bar,
                    log_output, stdout_file, stderr_file, autosave_cell_every or 0, skip, total_timeout)
         return run.run()
     finally:

@@ -31,17 +31,38 @@ def local_path(path) -> str|None:
     if path.lower().startswith('file://'): return path[len('file://'):]
     return None
 
-_USERINFO = re.compile(r'([A-Za-z][A-Za-z0-9+.\-]*://)([^/@\s]*:[^/@\s]*|(?<=https://)[^/@\s]+|(?<=http://)[^/@\s]+)@')
+_USERINFO = re.compile(r'([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#\s]*)@')  # (greedy: up to the authority's last @, as urllib splits it)
+
+def _hide_userinfo(m) -> str:
+    scheme, info = m.group(1), m.group(2)
+    return f'{scheme}://***@' if ':' in info or scheme.lower() in ('http', 'https') else m.group(0)
+
+_QUERY = re.compile(r'([A-Za-z][A-Za-z0-9+.\-]*://[^\s?#]*)\?[^\s#]*')  # (a signed URL's query holds its signature: X-Amz-Signature, an Azure SAS's sig)
 
 def redact(url:str) -> str:
-    "`url` fit to show: a `user:password@` in it, or any `name@` of an http(s) URL (a token), becomes `***@`"
-    return _USERINFO.sub(r'\1***@', str(url))
+    """`url` (or any text) fit to show: a `user:password@` in a URL, or any `name@` of an http(s) URL (a token), becomes `***@`;
+    all of it up to the authority's last `@` (a password may hold one), whatever the case of the scheme; a query becomes `?***`"""
+    return _QUERY.sub(r'\1?***', _USERINFO.sub(_hide_userinfo, str(url)))
+
+def _secrets(url) -> list:
+    """The user and password in `url` and the values of its query (as written and %-decoded), which a store's message may quote
+    without the URL around them"""
+    from urllib.parse import unquote
+    if not is_url(url): return []
+    auth = re.split(r'[/?#]', url.split('://', 1)[1], maxsplit=1)[0]
+    info = auth.rpartition('@')[0]
+    user, _, pw = info.partition(':')
+    values = [v.partition('=')[2] for v in url.partition('?')[2].partition('#')[0].split('&')] if '?' in url else []
+    parts = {info, unquote(info)} | {s for v in (user, pw, *values) for s in (v, unquote(v)) if len(s) >= 4}
+    return sorted(parts - {''}, key=len, reverse=True)  # (the whole before its parts)
 
 _SECRET_NAME = re.compile(r'KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL|SAS|SIGNATURE', re.I)
 
-def scrub(text:str) -> str:
-    "`text` without the value of any secret-looking environment variable (`AWS_SECRET_ACCESS_KEY`, ...) or URL password"
-    text = _USERINFO.sub(r'\1***@', str(text))
+def scrub(text:str, url:str|None=None) -> str:
+    """`text` without the value of any secret-looking environment variable (`AWS_SECRET_ACCESS_KEY`, ...) or URL password, nor
+    the user, password and query values of `url` wherever they are (botocore quotes `KEY:SECRET@bucket` as a bucket name it refuses)"""
+    text = redact(text)
+    for s in _secrets(url): text = text.replace(s, '***')
     for k, v in os.environ.items():
         if _SECRET_NAME.search(k) and len(v) >= 6: text = text.replace(v, '***')
     return text
@@ -56,15 +77,17 @@ def _on_store(op, url:str, *args):
 
 def url_fs(url:str):
     "The fsspec file system serving `url` and the path in it; a clear error (exit 2) when no installed package serves it"
-    proto = _URL.match(url).group(1).lower()
+    m = _URL.match(url)
+    proto = m.group(1).lower()
+    url = proto + url[m.end(1):]  # (schemes are case-insensitive, RFC 3986; fsspec knows only the lower-case ones)
     try: import fsspec
     except ImportError: raise BadArgumentError(f"{redact(url)}: URLs need fsspec, which is not installed: {CLOUD_EXTRA}") from None
     try: return fsspec.core.url_to_fs(url)
     except ImportError as e:
-        raise BadArgumentError(f"{redact(url)}: no installed package serves {proto}:// ({scrub(e)}): {CLOUD_EXTRA} "
+        raise BadArgumentError(f"{redact(url)}: no installed package serves {proto}:// ({scrub(e, url)}): {CLOUD_EXTRA} "
                                "installs the ones for s3://, gs://, az:// and http(s)://") from None
     except ValueError as e:
-        raise BadArgumentError(f"{redact(url)}: {proto}:// is not a protocol any installed fsspec package serves ({scrub(e)}); "
+        raise BadArgumentError(f"{redact(url)}: {proto}:// is not a protocol any installed fsspec package serves ({scrub(e, url)}); "
                                f"{CLOUD_EXTRA} installs s3://, gs://, az:// and http(s)://") from None
 
 def _fast_fs(url:str):
@@ -90,7 +113,7 @@ def _on_fs(url:str, fn):
 
 def _refused(url:str, e:Exception, doing:str) -> BadArgumentError:
     "An error saying which store refused what (its message scrubbed of secrets)"
-    why = f"{type(e).__name__}: {scrub(_one_line(e))}"
+    why = f"{type(e).__name__}: {scrub(_one_line(e), url)}"
     if _bad_name(e):
         return BadArgumentError(f"{redact(url)}: not a name the store takes ({why}); check the bucket's name in the URL")
     if _unreachable(e):
@@ -195,11 +218,20 @@ class _StoreWriter:
         if (h := _helper) is None: self(text)
         else: h.post(_put, self.url, (text + '\n').encode('utf-8'), 'writing the notebook')
 
+def _write_through(p:Path):
+    """The `save` of an output that is a device or a FIFO (`/dev/null`, a pipe to a reader): written through, never replaced by a
+    file (an atomic write renames a file over it), and `once`: at the end only, as standard output is, so a reader gets one notebook"""
+    def save(text:str):
+        with open(p, 'wb') as f: f.write((text + '\n').encode('utf-8'))
+    save.once = True
+    return save
+
 def writer(path):
     "A `save(text)` that writes the whole of `text` to `path`: atomically for a local file, as one object on a store"
     if (p := local_path(path)) is not None:
         from headlesnb.document import atomic_write  # (here: the store helper's process runs this module, and writes no local file)
         p = Path(p).expanduser().resolve()
+        if p.exists() and not p.is_file(): return _write_through(p)
         def save(text:str):
             p.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(p, (text + '\n').encode('utf-8'))
@@ -211,8 +243,8 @@ def join(folder:str, name:str) -> str:
     return f"{folder.rstrip('/')}/{name}" if is_url(folder) else str(Path(folder) / name)
 
 def basename(path:str) -> str:
-    "The file name at the end of a path or URL"
-    return str(path).rstrip('/').rsplit('/', 1)[-1] if is_url(path) else Path(path).name
+    "The file name at the end of a path or URL (of its path: never its query or fragment)"
+    return re.split(r'[?#]', str(path), maxsplit=1)[0].rstrip('/').rsplit('/', 1)[-1] if is_url(path) else Path(path).name
 
 def make_folder(folder:str):
     "Make `folder` (local, or on a store that has folders) if it is not there; on a store of buckets, refuse one whose bucket is missing"
@@ -223,8 +255,15 @@ def make_folder(folder:str):
     _on_store(_mkdir, folder)
 
 def _mkdir(url:str):
+    "Make the output folder `url`, or refuse it (read-only, or a store refusing these credentials) before any notebook runs"
+    if _URL.match(url).group(1).lower() in ('http', 'https'):
+        raise BadArgumentError(f"--output-dir {redact(url)}: http(s):// URLs are read-only here: write the outputs to a folder or an object store")
     fs, p = url_fs(url)  # (s3fs's, not obstore's: this may run in the parent of `--jobs` children, and obstore's runtime does not survive a fork)
-    if _check_bucket(url, 'outputs', fs): return  # (its folders are only parts of names: nothing to make)
+    if _check_bucket(url, 'outputs', fs):  # (its folders are only parts of names: nothing to make; but a look at the folder's name
+        try: fs.info(p)                     #  tells credentials the store refuses, as `check_writable` does for one output)
+        except FileNotFoundError: pass
+        except Exception as e: raise _refused(url, e, 'access to the output folder') from None
+        return
     try: fs.makedirs(p, exist_ok=True)
     except Exception as e: raise _refused(url, e, 'making the output folder') from None
 
@@ -356,7 +395,7 @@ def _serve(rx, tx):
             try: op, url, args = rx.recv()
             except EOFError: break
             try: answer = (True, globals()[op](url, *args) if op in _OPS else None)
-            except Exception as e: answer = (False, e if isinstance(e, (BadArgumentError, NotFoundError)) else BadArgumentError(scrub(f'{url}: {type(e).__name__}: {e}')))
+            except Exception as e: answer = (False, e if isinstance(e, (BadArgumentError, NotFoundError)) else BadArgumentError(scrub(f'{url}: {type(e).__name__}: {e}', url)))
             tx.send(answer)
     finally: os._exit(0)  # everything asked is answered: no need to wait for the store's clients to wind down
 
