@@ -4,12 +4,13 @@
 
 # %% auto #0
 __all__ = ['PATTERN_MAX', 'SEARCH_SECONDS', 'HASH_LEN', 'cap_text', 'strip_ansi', 'join_text', 'utf8_ok', 'utf8_safe',
-           'estimate_tokens', 'id_list', 'check_int', 'check_str', 'text_diff', 'utc_now', 'SafePattern',
+           'shown_url', 'estimate_tokens', 'id_list', 'check_int', 'check_str', 'text_diff', 'utc_now', 'SafePattern',
            'content_hash', 'check_hash', 'hash_list', 'die_with_parent', 'read_regular']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
 import errno, functools, hashlib, os, re, stat, sys, time
 from datetime import datetime, timezone
+from urllib.parse import urlsplit, urlunsplit
 from .errors import BadArgumentError, ConflictError
 
 # %% ../nbs/01_utils.ipynb #5a8724c5
@@ -47,6 +48,13 @@ def utf8_safe(v):
     else: return v
     same = all(a is b for a, b in zip(new, v)) and (not isinstance(v, dict) or all(new[k] is v[k] for k in v))
     return v if same else type(v)(new) if isinstance(v, tuple) else new
+
+# %% ../nbs/01_utils.ipynb #4b16a198
+def shown_url(url:str) -> str:
+    "`url` as a message may show it: its query and fragment (`?token=...`) left out, a `user:password@` shown as `***@`"
+    u = urlsplit(url)
+    _, at, host = u.netloc.rpartition('@')
+    return urlunsplit((u.scheme, '***@' + host if at else host, u.path, '', '')).rstrip('/')
 
 # %% ../nbs/01_utils.ipynb #24b7d261
 def estimate_tokens(*objs) -> int:

@@ -97,9 +97,9 @@ def test_cli_spawn_poll_wait_abort(root):
     assert hnb('spawn', 'Sleep', '--agent', 'sleeper', root=root, check=True).stdout == '1\n'
     r = hnb('wait', '0', '1', '--timeout', '0.3', root=root)
     assert r.returncode == 2 and [x['status'] for x in json.loads(r.stdout)['results']] == ['done', 'running']
-    # errors: one line, exit 1, nothing changed
+    # errors: one line, exit 1, nothing changed (a bad argument is argparse's exit 2: test_bad_arguments_exit_2_naming_the_subcommand)
     for args in [('poll', '7'), ('abort', '7'), ('wait', '1', '7'), ('poll', '../x'), ('spawn', 'x', '--agent', 'nope'),
-                 ('spawn', 'x', '--input', '../outside'), ('spawn', 'x', '--type', 'wrong'), ('merge', '0')]:
+                 ('spawn', 'x', '--input', '../outside'), ('merge', '0')]:
         r = hnb(*args, root=root)
         assert r.returncode == 1 and r.stdout == '' and r.stderr.strip().count('\n') <= 1 and r.stderr.strip(), (args, r.stderr)
     assert 'no agent 7' in hnb('poll', '7', root=root).stderr
@@ -212,6 +212,34 @@ def test_hook_handler_with_claude_code_json(root, tmp_path):
             r = subprocess.run(HNB_ARGV + ['hook', 'activity'], input=stdin, capture_output=True, text=True, env=e, cwd=root)
             assert (r.returncode, r.stdout) == (0, '')
     assert am.store.load(i)['activity'] == '' and SessionStore(root).ids() == [i]
+
+
+def test_hook_help_shows_its_usage_without_reading_stdin(tmp_path):
+    "`headlesnb hook --help` (or -h) prints the hook's usage and exits 0 at once, its stdin left open (it took --help for an event and read stdin)"
+    for flag in ('--help', '-h'):
+        p = subprocess.Popen(HNB_ARGV + ['hook', flag], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        try: p.wait(15)  # (not communicate: it would close stdin)
+        except subprocess.TimeoutExpired: p.kill(); p.wait(); pytest.fail(f'hook {flag}: still running (reading stdin) after 15 s')
+        finally: p.stdin.close()
+        out, err = p.stdout.read(), p.stderr.read()
+        assert p.returncode == 0 and out.startswith('usage: headlesnb hook') and 'stdin' in out and err == '', (flag, p.returncode, out, err)
+    for args in [('--bogus',), ('stop', '--bogus')]:  # an option is the parser's (Claude Code gives an event only): a usage error
+        r = hnb('hook', *args, input='')
+        assert r.returncode == 2 and r.stdout == '' and r.stderr.startswith('headlesnb hook: ') and r.stderr.count('\n') == 1, r
+    assert 'unrecognized arguments: --bogus' in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_arguments_exit_2_naming_the_subcommand(tmp_path):
+    "A usage error is argparse's exit status 2 (as for run, mcp, serve), one line naming the subcommand and its --help; nothing is made"
+    for args in [('cleanup', '--no-such-flag'), ('agents', '--no-such-flag'), ('setup', '--no-such-flag'), ('poll', '0', '--no-such-flag'),
+                 ('spawn', '--no-such-flag'), ('spawn', 'x', '--type', 'wrong'), ('wait',), ('wait', '0', '--timeout', 'x'), ('poll',)]:
+        r = subprocess.run(HNB_ARGV + list(args), capture_output=True, text=True, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=60)
+        err = r.stderr.strip()
+        assert r.returncode == 2 and r.stdout == '' and '\n' not in err, (args, r.returncode, r.stderr)
+        assert err.startswith(f'headlesnb {args[0]}: ') and err.endswith(f'(see headlesnb {args[0]} --help)'), (args, err)
+        if args[-1] == '--no-such-flag' and args[0] != 'spawn': assert 'unrecognized arguments: --no-such-flag' in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_hook_loads_only_the_session_store(root):

@@ -175,6 +175,88 @@ def test_clear_errors(server):
     with pytest.raises(KernelError, match='cannot be reached'): RemoteKernel(f'http://127.0.0.1:{free_port()}', 't').run('1')
     with pytest.raises(BadArgumentError): RemoteKernel('ftp://x', 't')
 
+def test_a_url_that_answers_no_json_is_a_clear_error(tmp_path, jupyter_server):
+    """A web server that is not a Jupyter server answering the API's address with a page (a plain http.server here, a login
+    page elsewhere): a KernelError naming the URL, and what to check, rather than a bare JSONDecodeError. A URL with its
+    ?token= (the API's path would land in the query, answered by the server's HTML page) is refused first. Never the token shown"""
+    from headlesnb.kernels.subkernel import list_kernelspecs
+    (tmp_path / 'api' / 'kernelspecs').mkdir(parents=True)
+    (tmp_path / 'api' / 'kernelspecs' / 'index.html').write_text('<html><body>Log in</body></html>')
+    port = free_port()
+    web = subprocess.Popen([sys.executable, '-m', 'http.server', str(port), '--bind', '127.0.0.1'], cwd=tmp_path,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        plain = f'http://127.0.0.1:{port}'
+        end = time.monotonic() + 30
+        while True:
+            try: requests.get(plain, timeout=5); break
+            except requests.RequestException:
+                assert time.monotonic() < end, 'http.server did not answer'; time.sleep(0.1)
+        for token in (None, 'sekrit'):
+            for call in (lambda: list_kernelspecs(plain, token), lambda: RemoteKernel(plain, token).run('1')):
+                with pytest.raises(KernelError) as e: call()
+                msg = str(e.value)
+                assert msg.startswith(f'{plain} answered GET /api/kernelspecs with text/html rather than JSON') and 'Jupyter' in msg, msg
+                assert 'sekrit' not in msg and 'jupyter server list' in msg, msg
+        tok = jupyter_server.token
+        for url in (f'{jupyter_server.url}/?token={tok}', f'{jupyter_server.url}/lab?token={tok}', f'{plain}/?token=sekrit'):
+            for call in (lambda: list_kernelspecs(url), lambda: RemoteKernel(url)):
+                with pytest.raises(BadArgumentError) as e: call()
+                msg = str(e.value)
+                assert msg.startswith(f"url {url.partition('?')[0].rstrip('/')}?... has a query") and 'its token apart' in msg, msg
+                assert tok not in msg and 'sekrit' not in msg, msg
+    finally: web.kill(); web.wait()
+
+def test_a_server_killed_mid_run_is_named(tmp_path):
+    "The Jupyter server killed while a cell runs: the cell's error says the server at URL closed the connection (no empty `()`)"
+    root = tmp_path / 'root'; root.mkdir()
+    token = secrets.token_hex(16)
+    s = _serve('jupyter server', [sys.executable, '-m', 'jupyter_server', '--no-browser', '--allow-root',
+                                  f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}'], {}, root, token, tmp_path)
+    k = RemoteKernel(s.url, s.token)
+    try:
+        k.run('1')
+        import threading
+        threading.Timer(2, s.proc.kill).start()
+        t = time.monotonic()
+        r = k.run('import time; time.sleep(60)')
+        assert time.monotonic() - t < 30 and r.status == 'dead', r
+        msg = r.outputs[-1]['evalue']
+        assert f'the Jupyter server at {s.url} closed it' in msg and '()' not in msg and token not in msg, msg
+    finally:
+        s.proc.kill(); s.proc.wait()
+        k.close()
+
+def test_a_server_that_never_answers_is_bounded_by_the_start_timeout(tmp_path):
+    """A port that accepts connections and never answers: starting a kernel there gives up after `startup_timeout`
+    (`headlesnb run --start-timeout`), saying the server did not answer (it was reached), not after the REST calls' 60 s"""
+    import socket, threading
+    silent = socket.socket(); silent.bind(('127.0.0.1', 0)); silent.listen(16)
+    held = []
+    threading.Thread(target=lambda: [held.append(silent.accept()) for _ in iter(int, 1)], daemon=True).start()
+    url = f'http://127.0.0.1:{silent.getsockname()[1]}'
+    try:
+        t = time.monotonic()
+        with pytest.raises(KernelError) as e: RemoteKernel(url, 't', startup_timeout=2).run('1')
+        assert time.monotonic() - t < 10, time.monotonic() - t
+        assert str(e.value) == f'the Jupyter server at {url} did not answer GET /api/kernelspecs within 2s', e.value
+        (tmp_path / 'ok.ipynb').write_text(json.dumps(nbformat.v4.new_notebook(cells=[new_code_cell('1')])))
+        t = time.monotonic()
+        r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'run', 'ok.ipynb', 'out.ipynb', '--jupyter-url', url,
+                            '--jupyter-token', 't', '--start-timeout', '3'], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert time.monotonic() - t < 20 and r.returncode == 2 and f'{url} did not answer' in r.stderr, (time.monotonic() - t, r.returncode, r.stderr)
+    finally: silent.close()
+
+def test_a_password_in_the_url_is_never_shown():
+    "http://user:password@host: messages show the server as ***@host (the password, like the token, never in a message)"
+    port = free_port()  # nothing listens there
+    for url in (f'http://admin:hunter2pw@127.0.0.1:{port}', f'http://admin:hunter2pw@127.0.0.1:{port}/?token=x'):
+        with pytest.raises((KernelError, BadArgumentError)) as e: RemoteKernel(url, 't').run('1')
+        assert f'http://***@127.0.0.1:{port}' in str(e.value) and 'hunter2pw' not in str(e.value) and 'admin' not in str(e.value), e.value
+        with pytest.raises((KernelError, BadArgumentError)) as e: RemoteKernel(url.replace('http', 'ftp'), 't')
+        assert 'hunter2pw' not in str(e.value), e.value
+    assert 'hunter2pw' not in repr(RemoteKernel(f'http://admin:hunter2pw@127.0.0.1:{port}', 't'))
+
 OWNER = textwrap.dedent('''
     import sys
     from headlesnb.kernels.remote import RemoteKernel

@@ -1,12 +1,13 @@
 """`headlesnb serve` and `headlesnb mcp` as commands: how they start, stop and share their kernels.
 
-- A busy port is one line and exit 1; Ctrl-C (SIGINT) ends a server quietly with 130, for every transport.
+- A busy port is one line and exit 1; Ctrl-C (SIGINT) ends a server quietly with 130 within about a second, for every transport
+  (over stdio too, its stdin still open, as a client or a terminal keeps it).
 - With `--kernel python3` every dialog has its own kernel process: a runaway cell in one dialog does not hold up
   another, through the dialoghelper HTTP API and through the official MCP client, and can be interrupted.
 - With the default in-process kernel, a cell calling `os._exit` ends its kernel (a `DeadKernelError`), not the server.
 Servers are real subprocesses, stopped by PID at the end of each test (conftest's reaper).
 """
-import os, signal, socket, subprocess, sys, time
+import json, os, signal, socket, subprocess, sys, time
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -79,13 +80,47 @@ def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind):
     assert err.strip().splitlines()[0].startswith(f'headlesnb {kind.split("-")[0]}: serving'), err  # where it served, said once
     with socket.socket() as s: assert s.connect_ex(('127.0.0.1', port)) != 0  # and the port is free again
 
-def test_ctrl_c_ends_the_stdio_mcp_server_quietly(tmp_path):
-    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
+def rpc(p, id_, method, **params):
+    "One JSON-RPC request to a stdio MCP server, and its reply"
+    p.stdin.write(json.dumps(dict(jsonrpc='2.0', id=id_, method=method, params=params)) + '\n'); p.stdin.flush()
+    return json.loads(p.stdout.readline())
+
+def stdio_mcp(root) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root)], env=ENV, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stderr.readline().startswith('headlesnb mcp: serving')
+    return p
+
+def ended_by_ctrl_c(p) -> str:
+    "SIGINT with stdin still open, as a client (or a terminal) keeps it: the server ends quietly with 130 within about a second"
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode == 130 and 'Traceback' not in err and out == '', err
+    t = time.monotonic()
+    try: p.wait(10)
+    except subprocess.TimeoutExpired: p.kill(); p.wait(); pytest.fail('still running 10 s after Ctrl-C')
+    assert time.monotonic() - t < 3, f'Ctrl-C took {time.monotonic() - t:.1f} s'
+    out, err = p.stdout.read(), p.stderr.read()
+    p.stdin.close()
+    assert p.returncode == 130 and 'Traceback' not in err and out == '', (p.returncode, out, err)
+    return err
+
+@pytest.mark.parametrize('after', [0, 3])
+def test_ctrl_c_ends_the_stdio_mcp_server_quietly(tmp_path, after):
+    "At once (the server still starting) or after a few seconds of serving (the SDK's stdio server then waits for stdin to close)"
+    p = stdio_mcp(tmp_path)
+    time.sleep(after)
+    ended_by_ctrl_c(p)
+
+def test_ctrl_c_ends_the_stdio_mcp_server_after_a_tool_call(tmp_path):
+    p = stdio_mcp(tmp_path)
+    assert 'result' in rpc(p, 1, 'initialize', protocolVersion='2025-06-18', capabilities={}, clientInfo=dict(name='t', version='1'))
+    p.stdin.write(json.dumps(dict(jsonrpc='2.0', method='notifications/initialized')) + '\n'); p.stdin.flush()
+    r = rpc(p, 2, 'tools/call', name='use_notebook', arguments=dict(notebook_name='a', notebook_path='a.ipynb', mode='create'))
+    assert not r['result'].get('isError'), r
+    r = rpc(p, 3, 'tools/call', name='execute_code', arguments=dict(code='21 * 2'))
+    assert '42' in json.dumps(r['result']), r
+    time.sleep(1)
+    ended_by_ctrl_c(p)
+    assert (tmp_path/'a.ipynb').exists()
 
 # ---------------------------------------------------------------- a runaway cell holds up no other dialog
 RUNAWAY = 'import os, time\nopen("a-started", "w").write(str(os.getpid()))\ntime.sleep(120)'

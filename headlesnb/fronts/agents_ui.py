@@ -70,15 +70,20 @@ def install_heuristics(project) -> dict:
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #912e20eb
 class _Parser(argparse.ArgumentParser):
-    "argparse, but a usage error is one line and exits 1 (2 means a wait timed out)"
+    "argparse, but a usage error is one line, from the subcommand that got the arguments (argparse's parent named none)"
     def error(self, message):
         print(f'{self.prog}: {message} (see {self.prog} --help)', file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)
+
+    def parse_known_args(self, args=None, namespace=None):
+        a, rest = super().parse_known_args(args, namespace)
+        if rest: self.error(f"unrecognized arguments: {' '.join(rest)}")
+        return a, rest
 
 AGENT_COMMANDS = dict(  # name -> what it does (the help line of `headlesnb --help` and of the command)
     spawn='start an agent on a task (its type routes it to an agent); prints its id',
     poll="print an agent's state as JSON",
-    wait='wait for agents to finish; prints their results as JSON (exit 2 on timeout, 3 when one failed, was aborted or interrupted)',
+    wait='wait for agents to finish; prints their results as JSON (exit 2 on timeout, 3 when one failed, was aborted or interrupted; a bad argument: exit 2, no JSON)',
     abort='abort an agent and all its subagents; returns when they are stopped (a finished agent is left as it is)',
     merge="merge a worktree agent's branch into the current branch (its worktree stays until cleanup)",
     resume='continue an interrupted dialog agent (its host process died) from its last message',

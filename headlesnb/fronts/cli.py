@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt: return 130
 
 def _dispatch(argv:list) -> int:
-    if argv[:1] == ['hook'] and len(argv) == 2:  # Claude Code waits for it on every tool call: only the session store loads
+    if argv[:1] == ['hook'] and len(argv) == 2 and not argv[1].startswith('-'):  # Claude Code waits for it on every tool call: only the session store loads
         from headlesnb.agents.hooks import hook_main
         return hook_main(argv[1])
     if argv and argv[0] == 'run':

@@ -190,7 +190,7 @@ class JupyterKernel(Kernel):
     async def _ainterrupt(self, client:_Client): raise NotImplementedError           # SIGINT, or its equivalent
     async def _adiscard(self, client:_Client, kill:bool): raise NotImplementedError  # let a kernel go: kill it, or shut it down
     def _death(self, client:_Client) -> asyncio.Future: raise NotImplementedError    # set when that kernel dies
-    def _why_dead(self, client:_Client) -> tuple: raise NotImplementedError          # (what happened, lines for the traceback)
+    def _why_dead(self, client:_Client) -> tuple: raise NotImplementedError          # (what happened to the cell: a sentence, lines for the traceback)
 
     @property
     def busy(self) -> bool: return self._pending > 0
@@ -384,7 +384,7 @@ def _result(self, client, cell, task, reason, outcome, why, timeout, started) ->
     fresh = ' A new kernel starts on the next run: variables and imports are lost.'
     if outcome == 'dead':
         what, tail = why
-        outs.append(_error('DeadKernelError', f'The kernel died while running this cell ({what}).{fresh}', tail))
+        outs.append(_error('DeadKernelError', f'{what}.{fresh}', tail))
         status = 'dead'
     elif outcome == 'killed':
         how = f'timed out after {round(timeout, 2):g}s and ' if reason == 'timeout' else 'was interrupted but '

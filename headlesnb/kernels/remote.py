@@ -9,7 +9,7 @@ __all__ = ['RemoteKernel']
 import asyncio, socket, threading, weakref
 from contextlib import suppress
 from queue import Empty
-from urllib.parse import urlencode, urlparse, quote
+from urllib.parse import urlencode, urlsplit, quote
 
 import requests, websocket
 from fastcore.basics import patch_to
@@ -18,6 +18,7 @@ from jupyter_kernel_client.wsclient import KernelWebSocketClient, WSChannel, HBW
 
 from ..errors import BadArgumentError, KernelError, NotFoundError
 from .jupyter import JupyterKernel, _Client, _first
+from ..utils import shown_url
 
 # %% ../../nbs/08_kernels.remote.ipynb #6fa5e774
 class _LoopQueue:
@@ -52,12 +53,12 @@ class _WSClient(KernelWebSocketClient):
     shell_channel_class = iopub_channel_class = stdin_channel_class = control_channel_class = property(lambda self: _AsyncChannel)
     hb_channel_class = property(lambda self: _AsyncHBChannel)
 
-    def __init__(self, loop, **kw):
+    def __init__(self, loop, server:str, **kw):
         super().__init__(**kw)
-        self.loop, self.error = loop, None
+        self.loop, self.server, self.error = loop, server, None  # (server: its address, for messages)
         for ch in ('shell', 'iopub', 'stdin', 'hb', 'control'):
             setattr(self, f'_{ch}_msg_queue', _LoopQueue(loop, self._status if ch == 'iopub' else None))
-        self.died = loop.create_future()  # set to what happened when the kernel dies or the socket closes
+        self.died = loop.create_future()  # set to what happened to the running cell (a sentence) when the kernel dies or the socket closes
 
     def start_channels(self, shell=True, iopub=True, stdin=True, hb=True, control=True):
         "Connect (blocking: call it in a thread); KernelError if the server refuses or does not answer"
@@ -68,7 +69,7 @@ class _WSClient(KernelWebSocketClient):
         self.connection_thread = threading.Thread(target=self._run_websocket, daemon=True, name='headlesnb-remote-kernel')
         self.connection_thread.start()
         if not self.connection_ready.wait(timeout=self.timeout):
-            raise KernelError(f'the kernel websocket {self.kernel_ws_endpoint} did not open: {self.error or "no answer"}')
+            raise KernelError(f'the kernel websocket of the Jupyter server at {self.server} did not open: {self.error or "no answer"}')
         for on, ch in ((iopub, 'iopub'), (shell, 'shell'), (stdin, 'stdin'), (hb, 'hb'), (control, 'control')):
             if on: getattr(self, f'{ch}_channel').start()
         self.allow_stdin = False
@@ -96,12 +97,14 @@ class _WSClient(KernelWebSocketClient):
     def _status(self, msg):
         "On the websocket thread: the server's word that the kernel process died (it restarts it)"
         state = msg.get('content', {}).get('execution_state') if msg.get('msg_type') == 'status' else None
-        if state in _GONE: self.loop.call_soon_threadsafe(self._dead, f'the server reported the kernel {state}')
+        if state in _GONE: self.loop.call_soon_threadsafe(self._dead, f'The kernel died while running this cell (the server reported the kernel {state})')
 
     def _on_close(self, s, code, msg):
         super()._on_close(s, code, msg)
-        if not self.shutting_down:
-            self.loop.call_soon_threadsafe(self._dead, f"the server closed the kernel's websocket ({code or ''} {msg or ''})".replace(' )', ')'))
+        if not self.shutting_down:  # (a server that was killed sends no close frame: no code, no reason)
+            why = ' '.join(str(x) for x in (code, msg) if x)
+            self.loop.call_soon_threadsafe(self._dead, f"The connection to the kernel was lost while this cell ran: the Jupyter server at {self.server} "
+                                                       f"closed it ({why + '; ' if why else ''}did the server stop?)")
 
 # %% ../../nbs/08_kernels.remote.ipynb #c74a33d5
 def _api(url:str, *parts) -> str: return url.rstrip('/') + '/api/' + '/'.join(quote(p, safe='') for p in parts)
@@ -111,14 +114,18 @@ class RemoteKernel(JupyterKernel):
     def __init__(self, url:str, token:str|None=None, kernel_name:str='python3', kernel_id:str|None=None, cwd:str|None=None,
                  output_limit:int|None=None, startup_timeout:float=60, stop_grace:float=5, request_timeout:float=60):
         super().__init__(output_limit=output_limit, stop_grace=stop_grace, startup_timeout=startup_timeout)
-        u = urlparse(url) if isinstance(url, str) else None
+        u = urlsplit(url) if isinstance(url, str) else None
         if not u or u.scheme not in ('http', 'https') or not u.netloc:
-            raise BadArgumentError(f"url must be the http(s) address of a Jupyter server, such as http://127.0.0.1:8888, not {url!r}")
+            raise BadArgumentError(f"url must be the http(s) address of a Jupyter server, such as http://127.0.0.1:8888, not {shown_url(url) if u else url!r}")
+        if u.query or u.fragment:  # (the API's path would land in the query: the server answers its HTML page)
+            raise BadArgumentError(f"url {shown_url(url)}{'?...' if u.query else '#...'} has a {'query' if u.query else 'fragment'}: give the Jupyter "
+                                   "server's address alone (as `jupyter server list` prints it, without /lab) and its token apart (token=, "
+                                   "--jupyter-token, $JUPYTER_TOKEN)")
         for n, v in (('token', token), ('kernel_id', kernel_id), ('cwd', cwd)):
             if v is not None and not isinstance(v, str): raise BadArgumentError(f"{n} must be a str or None, not {type(v).__name__}")
         if not isinstance(kernel_name, str) or not kernel_name:
             raise BadArgumentError(f"kernel_name must be the name of a kernelspec on the server, not {kernel_name!r}")
-        self.url, self.token, self.kernel_name, self.cwd = url.rstrip('/'), token or None, kernel_name, cwd
+        self.url, self.shown, self.token, self.kernel_name, self.cwd = url.rstrip('/'), shown_url(url), token or None, kernel_name, cwd
         self.kernel_id, self.owned, self.request_timeout = kernel_id or None, not kernel_id, request_timeout
         self._headers = {'Authorization': f'token {self.token}'} if self.token else {}
         self._reaper = None
@@ -127,17 +134,23 @@ class RemoteKernel(JupyterKernel):
 
     def __repr__(self):
         state = 'closed' if self._closed else f'id {self.kernel_id}' if self.kernel_id else 'not started'
-        return f'<RemoteKernel {self.kernel_name!r} at {self.url} {state}>'
+        return f'<RemoteKernel {self.kernel_name!r} at {self.shown} {state}>'
 
-    def _rest(self, method:str, *parts, **kw):
-        "One REST call (blocking: run it in a thread from the loop); what went wrong becomes a KernelError that says so"
-        what = f"{method} /api/{'/'.join(parts)}"
-        try: r = requests.request(method, _api(self.url, *parts), headers=self._headers, timeout=self.request_timeout, **kw)
-        except requests.RequestException as e: raise KernelError(f'the Jupyter server at {self.url} cannot be reached ({what}): {e}') from None
-        if r.status_code == 404: raise NotFoundError(f'{what}: not found on the Jupyter server at {self.url}')
-        if r.status_code in (401, 403): raise KernelError(f'the Jupyter server at {self.url} refused the token ({r.status_code} on {what}): check it')
-        if r.status_code >= 400: raise KernelError(f'the Jupyter server at {self.url} answered {r.status_code} to {what}: {r.text[:500]}')
-        return r.json() if r.content else None
+    def _rest(self, method:str, *parts, timeout:float|None=None, **kw):
+        """One REST call (blocking: run it in a thread from the loop) of `timeout` s at most (default: `request_timeout`); what went wrong
+        becomes a KernelError that says so"""
+        what, t = f"{method} /api/{'/'.join(parts)}", timeout or self.request_timeout
+        try: r = requests.request(method, _api(self.url, *parts), headers=self._headers, timeout=t, **kw)
+        except requests.ReadTimeout: raise KernelError(f'the Jupyter server at {self.shown} did not answer {what} within {t:g}s') from None
+        except requests.RequestException as e: raise KernelError(f'the Jupyter server at {self.shown} cannot be reached ({what}): {e}') from None
+        if r.status_code == 404: raise NotFoundError(f'{what}: not found on the Jupyter server at {self.shown}')
+        if r.status_code in (401, 403): raise KernelError(f'the Jupyter server at {self.shown} refused the token ({r.status_code} on {what}): check it')
+        if r.status_code >= 400: raise KernelError(f'the Jupyter server at {self.shown} answered {r.status_code} to {what}: {r.text[:500]}')
+        try: return r.json() if r.content else None
+        except ValueError:  # a web page, not the API: another kind of server, a login page, a base path left out
+            raise KernelError(f"{self.shown} answered {what} with {r.headers.get('content-type') or 'something'} rather than JSON: it is not the API "
+                              "of a Jupyter Server or Enterprise Gateway there. Check the address: the one `jupyter server list` prints, "
+                              "with the server's base path if it has one, without /lab") from None
 
 def _delete_kernel(url:str, headers:dict, kernel_id:str, timeout:float):
     "Shut down a kernel we started (a finaliser: also at interpreter exit)"
@@ -147,28 +160,34 @@ def _delete_kernel(url:str, headers:dict, kernel_id:str, timeout:float):
 @patch_to(RemoteKernel)
 def _start_remote(self) -> str:
     "Start a kernel on the server (blocking) and return its id; it will be deleted when we are closed, collected, or exit"
-    try: specs = self._rest('GET', 'kernelspecs').get('kernelspecs', {})
-    except NotFoundError: raise KernelError(f'{self.url} has no kernels API: is it a Jupyter Server or Enterprise Gateway?') from None
+    t = self._start_wait()
+    try: specs = self._rest('GET', 'kernelspecs', timeout=t).get('kernelspecs', {})
+    except NotFoundError: raise KernelError(f'{self.shown} has no kernels API: is it a Jupyter Server or Enterprise Gateway?') from None
     if self.kernel_name not in specs:
-        raise KernelError(f"the kernel {self.kernel_name!r} is not installed on {self.url}; installed there: {', '.join(sorted(specs)) or 'none'}")
+        raise KernelError(f"the kernel {self.kernel_name!r} is not installed on {self.shown}; installed there: {', '.join(sorted(specs)) or 'none'}")
     body = {'name': self.kernel_name, 'path': self.cwd or ''}  # Jupyter Server: without a path the kernel starts in the server's cwd
     if self.cwd is not None: body['env'] = {'KERNEL_WORKING_DIR': self.cwd}
-    kid = self._rest('POST', 'kernels', json=body)['id']
+    kid = self._rest('POST', 'kernels', json=body, timeout=t)['id']
     self._reaper = weakref.finalize(self, _delete_kernel, self.url, dict(self._headers), kid, 10)
     return kid
+
+@patch_to(RemoteKernel)
+def _start_wait(self) -> float:
+    "Seconds a REST call of a kernel's start may take: no more than the start may (`startup_timeout`, run's --start-timeout)"
+    return min(self.request_timeout, self.startup_timeout)
 
 @patch_to(RemoteKernel)
 async def _alaunch(self) -> _Client:
     "Connect to the kernel (started on the server first if need be) and wait until it answers"
     if self.kernel_id is None: self.kernel_id = await asyncio.to_thread(self._start_remote)
     else:
-        try: await asyncio.to_thread(self._rest, 'GET', 'kernels', self.kernel_id)
+        try: await asyncio.to_thread(self._rest, 'GET', 'kernels', self.kernel_id, timeout=self._start_wait())
         except NotFoundError:
-            if not self.owned: raise KernelError(f'the kernel {self.kernel_id} does not exist (any more) on {self.url}') from None
+            if not self.owned: raise KernelError(f'the kernel {self.kernel_id} does not exist (any more) on {self.shown}') from None
             self.kernel_id = await asyncio.to_thread(self._start_remote)
     client = _Client(kernel_name=self.kernel_name, startup_timeout=int(self.startup_timeout))
     ws = _api(self.url.replace('http', 'ws', 1), 'kernels', self.kernel_id, 'channels')
-    client.kc = _WSClient(asyncio.get_running_loop(), endpoint=ws, token=self.token, headers=dict(self._headers),
+    client.kc = _WSClient(asyncio.get_running_loop(), self.shown, endpoint=ws, token=self.token, headers=dict(self._headers),
                           timeout=self.startup_timeout, log=client.log)
     try:
         await asyncio.to_thread(client.kc.start_channels)
@@ -176,7 +195,7 @@ async def _alaunch(self) -> _Client:
     except BaseException as e:
         await self._adiscard(client, kill=False)
         if isinstance(e, (asyncio.CancelledError, KernelError)): raise
-        raise KernelError(f'the kernel {self.kernel_id} on {self.url} did not answer: {type(e).__name__}: {e}') from None
+        raise KernelError(f'the kernel {self.kernel_id} on {self.shown} did not answer: {type(e).__name__}: {e}') from None
     self.language = (client.info.get('language_info', {}).get('name') or '').lower() or None
     return client
 

@@ -168,7 +168,7 @@ def _exit_text(self, client) -> str:
 @patch_to(SubprocessKernel)
 def _why_dead(self, client) -> tuple:
     tail = _tail(client.log_path)
-    return self._exit_text(client), (["The kernel's last output outside cells:\n", *tail] if tail else [])
+    return f'The kernel died while running this cell ({self._exit_text(client)})', (["The kernel's last output outside cells:\n", *tail] if tail else [])
 
 @patch_to(SubprocessKernel)
 async def _ainterrupt(self, client):
