@@ -43,10 +43,10 @@ sys.stdin.read()
 """
 
 
-def start(cmd, pattern, **kw):
-    "A server process, and the URL its first line of output gives"
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **kw)
-    line = p.stdout.readline()
+def start(cmd, pattern, stream='stdout', **kw):
+    "A server process, and the URL its first line on `stream` gives (headlesnb's servers print theirs on stderr)"
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE if stream == 'stderr' else None, text=True, **kw)
+    line = getattr(p, stream).readline()
     if not (m := re.search(pattern, line)): p.kill(); sys.exit(f'bench_proxy: server did not start: {line!r}')
     return p, m.group(1)
 
@@ -123,7 +123,7 @@ def main():
     try:
         for what, r in ((f'{WINDOWS} file windows', root), ('no windows (an empty workspace)', Path(tempfile.mkdtemp()))):
             proxy, proxy_url = start([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(r), '--port', '0', '--upstream', fake_url],
-                                     r'proxy: (http://\S+) ', env=env)
+                                     r'proxy: (http://\S+) ', 'stderr', env=env)
             try:
                 from headlesnb.fronts.proxy import Proxy
                 forwarded = json.loads(Proxy(r, fake_url, port=1).body_for_upstream('/v1/messages', json.dumps(BODY).encode()))

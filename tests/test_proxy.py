@@ -10,7 +10,7 @@ a connection dropped before or during an answer reach the client as the API's er
 in any log; Host/Origin/CORS refusals; the command line (one line to start, a busy port, Ctrl-C, a token off
 loopback); `headlesnb setup --proxy`. Every process is stopped by its PID.
 """
-import glob, json, os, re, shutil, signal, socket, subprocess, sys, threading, time
+import glob, json, os, re, select, shutil, signal, socket, subprocess, sys, threading, time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -33,15 +33,16 @@ CC = Path(os.environ.get('HEADLESNB_CLAUDE_CODE') or Path.home() / f'.cache/head
 
 # ---------------------------------------------------------------- helpers
 def start_proxy(root, upstream, *extra, log=None):
-    "`headlesnb proxy` as a subprocess on a free port: (process, url); its first line gives the url"
+    "`headlesnb proxy` as a subprocess on a free port: (process, url); its first line, on stderr as mcp's and serve's, gives the url"
     args = [sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(root), '--port', '0', '--upstream', upstream, *extra]
     if log: args += ['--log-requests', str(log)]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
+    line = p.stderr.readline() if select.select([p.stderr], [], [], 60)[0] else ''  # (a line elsewhere fails here, not at the test's timeout)
     m = re.fullmatch(r"headlesnb proxy: (http://127\.0\.0\.1:\d+) -> \S+, adding workspace '\w+' of \S+; start clients with ANTHROPIC_BASE_URL=\1\n", line)
     if not m:
         p.kill()
-        pytest.fail(f'proxy did not start: {line!r} {p.stderr.read()}')
+        out, errs = p.communicate()
+        pytest.fail(f'proxy did not start: {line!r}; stdout {out!r}; stderr {errs!r}')
     return p, m.group(1)
 
 
@@ -388,7 +389,7 @@ def test_refuses_foreign_pages(proxy):
 
 
 def test_command_line(tmp_path, fake):
-    "A busy port and a non-loopback address without a token are one line; with a token, requests must carry it"
+    "A busy port and a non-loopback address without a token are one line; a bad option is argparse's exit 2; with a token, requests must carry it"
     p, url = start_proxy(tmp_path, fake.url)
     try:
         port = url.rsplit(':', 1)[1]
@@ -397,11 +398,11 @@ def test_command_line(tmp_path, fake):
     finally: p.kill(); p.wait()
     r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), '--host', '0.0.0.0', '--port', '0'], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and 'without a token' in r.stderr and r.stderr.strip().count('\n') == 0
-    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path / 'nope')], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and 'is not a folder' in r.stderr
-    for bad, said in ((['--timeout', '-5'], "argument --timeout: '-5': must be a number of seconds more than 0"),
+    for bad, said in ((['--root', str(tmp_path / 'nope')], f"argument --root: {str(tmp_path / 'nope')!r} is not a folder"),  # (options: argparse's exit 2)
+                      (['--workspace', '../x'], "argument --workspace: invalid workspace name '../x'"),
+                      (['--timeout', '-5'], "argument --timeout: '-5': must be a number of seconds more than 0"),
                       (['--port', '99999'], 'argument --port: 99999: a port is a number from 1 to 65535')):  # (it bound 99999 mod 65536)
-        r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), *bad], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), '--port', '0', *bad], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and said in r.stderr, r.stderr
     r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', '--help'], capture_output=True, text=True, timeout=60)
     assert 'proxy' in r.stdout
@@ -413,6 +414,14 @@ def test_command_line(tmp_path, fake):
                        headers={'x-headlesnb-token': 's3cret-token'})
         assert r.status_code == 200 and 'x-headlesnb-token' not in fake.headers[-1]
     finally: p.kill(); p.wait()
+
+
+def test_start_line_on_stderr(tmp_path, fake):
+    "The start line is a status line, on stderr as `headlesnb mcp`'s and `serve`'s: stdout carries nothing"
+    p, url = start_proxy(tmp_path, fake.url)  # (it reads the line from stderr)
+    p.send_signal(signal.SIGINT)
+    out, errs = p.communicate(timeout=20)
+    assert p.returncode == 130 and out == '', (p.returncode, out, errs)
 
 
 def test_mcp_workspace_name_and_shell(tmp_path, fake):

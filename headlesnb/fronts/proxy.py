@@ -479,11 +479,11 @@ def setup_proxy_main(root='.', port:int=8787) -> int:
 TOKEN_ENV = 'HEADLESNB_PROXY_TOKEN'
 
 def proxy_parser() -> argparse.ArgumentParser:
-    from headlesnb.fronts.options import port_number, positive_seconds
+    from headlesnb.fronts.options import folder, port_number, positive_seconds, workspace_name
     p = argparse.ArgumentParser(prog='headlesnb proxy', description='Anthropic Messages API proxy on 127.0.0.1 that puts the workspace of '
                                 'a root folder into every request of Claude Code or any Anthropic SDK client (ANTHROPIC_BASE_URL)')
-    p.add_argument('--root', default='.', help='the folder whose workspace is added (default: the current folder)')
-    p.add_argument('--workspace', default='default', metavar='NAME', help='the workspace to add (default: default, as headlesnb mcp uses)')
+    p.add_argument('--root', type=folder, default='.', help='the folder whose workspace is added (default: the current folder)')
+    p.add_argument('--workspace', type=workspace_name, default='default', metavar='NAME', help='the workspace to add (default: default, as headlesnb mcp uses)')
     p.add_argument('--port', type=port_number, default=8787, help='port (default 8787)')
     p.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1; another one needs --token)')
     p.add_argument('--upstream', default=DEFAULT_UPSTREAM, help=f'the API to forward to (default {DEFAULT_UPSTREAM})')
@@ -501,7 +501,6 @@ def proxy_main(argv=None) -> int:
     a = proxy_parser().parse_args(argv)
     token = a.token or os.environ.get(TOKEN_ENV) or None
     root = Path(a.root).expanduser().resolve()
-    if not root.is_dir(): sys.exit(f"headlesnb proxy: root {a.root!r} is not a folder")
     if not is_loopback(a.host) and not token:
         sys.exit(f"headlesnb proxy: refusing to serve {a.host} without a token: anyone who reaches it could spend your API key. "
                  f"Pass --token (or set {TOKEN_ENV}), or bind 127.0.0.1")
@@ -514,7 +513,7 @@ def proxy_main(argv=None) -> int:
     except HeadlesnbError as e: sys.exit(f"headlesnb proxy: {e}")
     url = f'http://{bracket(a.host)}:{port}'
     print(f"headlesnb proxy: {url} -> {srv.proxy.upstream}, adding workspace {a.workspace!r} of {root}; "
-          f"start clients with ANTHROPIC_BASE_URL={url}", flush=True)
+          f"start clients with ANTHROPIC_BASE_URL={url}", file=sys.stderr, flush=True)  # a status line, on stderr as mcp's and serve's
     return run_quietly(srv.serve_forever)
 
 # %% ../../nbs/24_fronts.proxy.ipynb #9e805039

@@ -25,7 +25,7 @@ from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
 from ..dialog import cell2msg
 from ..engine import Engine
-from .options import add_kernel_args, bind, port_number, run_quietly
+from .options import add_kernel_args, bind, port_number, root_folder, run_quietly
 from .security import *
 from ..agents.tree import AgentManager, LIVE, NEEDS_INPUT, GLYPHS, shown_status
 from .server import *
@@ -703,7 +703,7 @@ def point_client(port:int) -> bool:
 
 def serve_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='headlesnb serve', description='Serve headlesnb dialogs to the dialoghelper client and to browsers')
-    p.add_argument('--root', default='.', help='folder holding the dialogs (default: the current folder)')
+    p.add_argument('--root', type=root_folder, default='.', help='folder holding the dialogs (default: the current folder)')
     p.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1; any other needs a token)')
     p.add_argument('--port', type=port_number, default=5001, help='port (default 5001, as dialoghelper expects)')
     p.add_argument('--token', default=None, help=f'require this token on every request (default: ${TOKEN_ENV}; required off loopback)')

@@ -7,7 +7,7 @@ __all__ = ['LONGEST', 'OUTPUT_LIMIT', 'SIZE_KEYS', 'RunResult', 'Kernel', 'run_t
            'check_variable_name', 'pinfo_sections', 'namespace_variable']
 
 # %% ../../nbs/05_kernels.kernel.ipynb #5ef5c81b
-import asyncio, keyword, re
+import asyncio, inspect, keyword, re
 from dataclasses import dataclass, field
 from ..errors import BadArgumentError, NotFoundError
 from ..utils import cap_text, strip_ansi
@@ -188,6 +188,11 @@ def _inspector():
     from IPython.core.oinspect import Inspector
     return Inspector(theme_name='linux') if version_info[0] >= 9 else Inspector()
 
+def _unevaluated_property(obj, attr:str):
+    "`obj.attr`, but a property of `obj`'s class unevaluated, as IPython's inspector finds the last part of a name (`_getattr_property`)"
+    if not isinstance(obj, type) and isinstance(found := inspect.getattr_static(type(obj), attr, None), property): return found
+    return getattr(obj, attr)
+
 def namespace_variable(ns:dict, name:str) -> dict:
     "One variable (or dotted attribute) of namespace `ns`: type, string form, size and IPython's `x?` text"
     check_variable_name(name)
@@ -195,7 +200,7 @@ def namespace_variable(ns:dict, name:str) -> dict:
     if head not in ns: raise NotFoundError(f"no variable {head!r} in the kernel")
     obj = ns[head]
     for i, a in enumerate(rest):
-        try: obj = getattr(obj, a)
+        try: obj = _unevaluated_property(obj, a) if i == len(rest) - 1 else getattr(obj, a)
         except Exception: raise NotFoundError(f"{'.'.join([head, *rest[:i]])} has no attribute {a!r}") from None
     text = _inspector()._get_info(obj, oname=name, detail_level=0)['text/plain']
     return _variable(name, text, None if rest else _VARS['_hnb_describe'](name, obj))
