@@ -32,12 +32,12 @@ from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import make_kernel, run_info
 from ..engine import Engine
-from .options import add_kernel_args, bind, port_number, positive_seconds, run_quietly
+from .options import add_kernel_args, as_argparse, bind, port_number, positive_seconds, root_folder, run_quietly, workspace_name
 from .security import Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
-from ..utils import cap_text, check_str, join_text, strip_ansi, utf8_safe
+from ..utils import cap_text, check_str, join_text, shown_url, strip_ansi, utf8_safe
 from .mcp_format import *
 from .mcp_format import _validation_text, _plural
 
@@ -264,16 +264,15 @@ async def connect_to_jupyter(self:NotebookTools,
     "Run the kernels of notebooks opened from now on in a Jupyter server (edited live in its JupyterLab pages)."
     def call():
         check_str(jupyter_url, 'jupyter_url')
-        if not re.match(r'^https?://[^/\s]+', jupyter_url): raise BadArgumentError(f"jupyter_url must be an http(s) URL such as 'http://localhost:8888', not {jupyter_url!r}")
         if document_provider != 'jupyter': raise BadArgumentError(f"document_provider must be 'jupyter', not {document_provider!r}")
-        from headlesnb.kernels.subkernel import list_kernelspecs
-        try: list_kernelspecs(jupyter_url.rstrip('/'), jupyter_token)  # reached, and the token is right
-        except HeadlesnbError as e: raise BadArgumentError(f"cannot reach the Jupyter server at {jupyter_url}: {e}") from None
-        for m in (self.nm, *self.peers): m.jupyter_url, m.jupyter_token = jupyter_url.rstrip('/'), jupyter_token
-        return jupyter_url
-    return await self._do(call, lambda url: f"Successfully connected to Jupyter server: {url}\nnotebooks opened from now on run their kernels there "
-                                            f"({'token' if jupyter_token else 'no token'}), and are edited through its shared documents when it has "
-                                            "jupyter-collaboration (live in its JupyterLab pages); notebooks already open keep their kernels")
+        from headlesnb.shared import JupyterDocs  # the URL JupyterLab prints (/lab?token=...) is the server and its token
+        docs = JupyterDocs(jupyter_url, jupyter_token)
+        url, token = docs.server(), docs.token  # reached, a Jupyter server answers there, and it takes the token
+        for m in (self.nm, *self.peers): m.jupyter_url, m.jupyter_token = url, token
+        return url, token
+    return await self._do(call, lambda r: f"Successfully connected to Jupyter server: {shown_url(r[0])}\nnotebooks opened from now on run their kernels there "
+                                          f"({'token' if r[1] else 'no token'}), and are edited through its shared documents when it has "
+                                          "jupyter-collaboration (live in its JupyterLab pages); notebooks already open keep their kernels")
 
 @patch
 async def unuse_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
@@ -1413,20 +1412,20 @@ class BearerAuth:
 # %% ../../nbs/22a_fronts.mcp.ipynb #870b1eb5
 def mcp_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='headlesnb mcp', description='Serve headlesnb notebooks to AI assistants over MCP')
-    p.add_argument('--root', default='.', help='folder holding the notebooks (default: the current folder)')
+    p.add_argument('--root', type=root_folder, default='.', help='folder holding the notebooks (default: the current folder)')
     p.add_argument('--transport', choices=['stdio', 'http'], default='stdio', help='stdio (default) or streamable HTTP')
     p.add_argument('--host', default='127.0.0.1', help='HTTP: address to bind (default 127.0.0.1)')
     p.add_argument('--port', type=port_number, default=8765, help='HTTP: port (default 8765)')
     p.add_argument('--token', default=None, help='HTTP: require "Authorization: Bearer TOKEN" (default: $HEADLESNB_MCP_TOKEN; required off loopback)')
     p.add_argument('--allow-host', action='append', default=[], metavar='NAME', help='HTTP: also accept this Host name (repeatable; * for any)')
     p.add_argument('--no-images', action='store_true', help='send image outputs as one-line notes, not MCP images')
-    p.add_argument('--tools', default='all', metavar='GROUPS', help=f"tool groups to offer, comma-separated: {', '.join(GROUPS)} (default: all)")
+    p.add_argument('--tools', type=lambda s: as_argparse(tool_groups, s) and s, default='all', metavar='GROUPS', help=f"tool groups to offer, comma-separated: {', '.join(GROUPS)} (default: all)")
     p.add_argument('--notebook', '--document-id', default=None, metavar='PATH', help="start with this notebook (under --root) open and active, named after its file (jupyter-mcp-server's --document-id)")
     p.add_argument('--timeout', type=positive_seconds, default=120.0, help='default seconds a run may take when a tool says timeout=0 and no wait (default 120, as jupyter-mcp-server)')
     p.add_argument('--no-durable', action='store_true', help='answer before changes are on disk (faster; a crash loses the last acknowledged edits)')
     p.add_argument('--code-map', choices=['auto', 'on', 'off'], default='auto',
                    help="the workspace's STRUCTURAL_VIEW: auto maps a root that holds code (up to 50,000 code files) from the first request; off until a workspace asks")
-    p.add_argument('--workspace', default='default', metavar='NAME', help="the workspace the workspace tools act on unless told (default: default, the one headlesnb proxy adds)")
+    p.add_argument('--workspace', type=workspace_name, default='default', metavar='NAME', help="the workspace the workspace tools act on unless told (default: default, the one headlesnb proxy adds)")
     p.add_argument('--shell', action='store_true', help='offer the shell tool: any bash command in the root, as you (off by default: text the model reads could make it run anything)')
     add_kernel_args(p)
     return p
@@ -1465,7 +1464,6 @@ def mcp_main(argv=None):
         sys.exit(f"headlesnb mcp: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
                  "Pass --token (or set HEADLESNB_MCP_TOKEN), or bind 127.0.0.1")
     try:
-        tool_groups(a.tools)  # a bad --tools changes nothing
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
                            engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable,
                                          agent_host='process',  # its dialog agents outlive it, and resume if they die with it
