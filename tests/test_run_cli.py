@@ -260,10 +260,10 @@ def test_a_cell_blocked_in_c_past_its_timeout_ends_an_in_process_run(tmp_path):
     r = hb(src, tmp_path / 'out.ipynb', '--timeout', '1', '-k', 'python3')  # a kernel process is killed instead, and the run reports it
     assert r.returncode == 1 and 'cell 2 (id c1) failed: ExecutionTimeout' in r.stderr
 
-def _interrupt(tmp_path, body, sig):
+def _interrupt(tmp_path, body, sig, *args):
     src = mk_nb(tmp_path / 'in.ipynb', 'print("first")', f'print("started", flush=True)\n{body}', 'print("never")')
     out = tmp_path / 'out.ipynb'
-    p = subprocess.Popen([*HB, str(src), str(out), '--log-output'], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+    p = subprocess.Popen([*HB, str(src), str(out), '--log-output', *args], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, text=True, preexec_fn=_default_sigint)
     for line in p.stderr:
         if line.startswith('started'): break
@@ -273,14 +273,25 @@ def _interrupt(tmp_path, body, sig):
     rest = p.stderr.read()
     return p.wait(30), time.monotonic() - t, rest, read(out)
 
+INTERRUPTED = 'headlesnb: interrupted in cell 2 (id c1); the outputs so far are written'
+
 @pytest.mark.parametrize('body', ['while True: pass', 'import time\ntime.sleep(60)'], ids=['python-loop', 'blocked-in-C'])
 def test_sigint_writes_partial_outputs_and_exits_130(tmp_path, body):
     rc, took, rest, nb = _interrupt(tmp_path, body, signal.SIGINT)
     assert rc == 130 and took < 10
-    assert rest.strip().splitlines()[-1] == 'headlesnb: interrupted' and 'Traceback' not in rest
+    assert rest.strip().splitlines()[-1] == INTERRUPTED and 'Traceback' not in rest
     assert [c.metadata.papermill.status for c in nb.cells] == ['completed', 'failed', 'pending']
     assert texts(nb.cells[0]) == 'first\n' and texts(nb.cells[1]) == 'started\n'
     assert nb.cells[1].outputs[-1].ename == 'KeyboardInterrupt' and nb.cells[2].execution_count is None
+
+@pytest.mark.parametrize('kernel', [[], ['-k', 'python3']], ids=['in-process', 'python3'])
+def test_an_interrupted_run_names_its_cell_in_the_summary_and_the_notebook(tmp_path, kernel):
+    "Ctrl-C in cell 2: the summary's failure and the line name that cell; in the notebook it failed and cell 3 never ran (on every kernel)"
+    rc, took, rest, nb = _interrupt(tmp_path, 'import time\ntime.sleep(60)', signal.SIGINT, '--summary', str(tmp_path / 's.json'), *kernel)
+    s = json.loads((tmp_path / 's.json').read_text())
+    assert rc == 130 and s['status'] == 'interrupted' and rest.strip().splitlines()[-1] == INTERRUPTED, rest
+    assert (s['failure']['cell_index'], s['failure']['cell_id'], s['failure']['ename']) == (1, 'c1', 'KeyboardInterrupt'), s['failure']
+    assert [c.metadata.papermill.status for c in nb.cells] == ['completed', 'failed', 'pending']
 
 def test_sigterm_is_handled_like_ctrl_c_with_143(tmp_path):
     rc, took, rest, nb = _interrupt(tmp_path, 'while True: pass', signal.SIGTERM)
@@ -660,7 +671,7 @@ def test_an_in_process_cell_that_catches_the_interrupt_still_ends_the_run(tmp_pa
 
 def test_an_in_process_cell_that_catches_the_interrupt_and_ends_stops_the_run_there(tmp_path):
     rc, took, rest, nb = _interrupt(tmp_path, 'import time\ntry: time.sleep(30)\nexcept KeyboardInterrupt: print("caught")', signal.SIGINT)
-    assert rc == 130 and took < 10 and rest.strip().splitlines()[-1] == 'headlesnb: interrupted', rest
+    assert rc == 130 and took < 10 and rest.strip().splitlines()[-1] == INTERRUPTED, rest
     assert texts(nb.cells[1]) == 'started\ncaught\n' and nb.cells[2].execution_count is None and texts(nb.cells[2]) == ''
 
 def test_an_output_that_is_a_fifo_is_written_through_once_and_stays_a_fifo(tmp_path):

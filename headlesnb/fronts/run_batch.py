@@ -63,7 +63,10 @@ def _run_one(a, inp:str, out:str|None, kernel=None, cwd=None, say=_stderr) -> tu
                        a.report_mode, a.cwd if cwd is None else cwd, a.request_save_on_cell_execute, a.execution_timeout, None,
                        a.autosave_cell_every, a.allow_errors, a.jupyter_url, a.jupyter_token, cells=a.cells, skip_tags=a.skip_tag,
                        total_timeout=a.total_timeout, kernel=kernel)
-    if rep.status == 'interrupted': say('headlesnb: interrupted'); return 130, rep
+    if rep.status == 'interrupted':
+        f = rep.failure
+        say('headlesnb: interrupted' + (f" in cell {f['cell_index'] + 1} (id {f['cell_id']}); the outputs so far are written" if f else ''))
+        return 130, rep
     if rep.status == 'dead': _show_failure(rep.failure, 'failed: the kernel died', say); return 138, rep
     if rep.status == 'failed': _show_failure(rep.failure, say=say); return 1, rep
     if rep.status == 'timeout':

@@ -51,6 +51,11 @@ def _too_deep(v) -> bool:
             todo += [(y, depth + 1) for y in (x.values() if isinstance(x, dict) else x)]
     return False
 
+def _yaml_where(e) -> str:
+    "Where YAML error `e` is and what it found, without quoting the text (a parameters file may hold secrets)"
+    mark, problem = getattr(e, 'problem_mark', None), getattr(e, 'problem', None)
+    return f" at line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else f": {problem or type(e).__name__}"
+
 def _yaml_params(text, what:str) -> dict:
     "The mapping in YAML `text`; `what` names its source in errors"
     import yaml
@@ -58,7 +63,7 @@ def _yaml_params(text, what:str) -> dict:
     NoDates.yaml_implicit_resolvers = {k: [r for r in v if r[0] != 'tag:yaml.org,2002:timestamp']
                                        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
     try: d = yaml.load(text, Loader=NoDates)
-    except yaml.YAMLError as e: raise BadArgumentError(f"{what}: not valid YAML ({' '.join(str(e).split())})") from None
+    except yaml.YAMLError as e: raise BadArgumentError(f"{what}: not valid YAML{_yaml_where(e)}") from None
     except RecursionError: raise BadArgumentError(f"{what}: {_TOO_DEEP}") from None  # (PyYAML builds nested values by recursion)
     if d is None: return {}
     try: json.dumps(d, default=str)
@@ -523,6 +528,7 @@ class _Run(BaseManager):
         self.current, self.turn, self.ran, self.shown = None, None, 0, {}  # the cell running; the cell whose turn it is
         self.saved_at, self.due, self.save_lock = time.monotonic(), None, threading.Lock()  # the last write; when one held back is due
         self.watchdog = None  # a `_Watchdog`, while timed cells run on an in-process kernel
+        self.stopped_in = None  # the cell whose end found `interrupted` set
         self.interrupted = False  # a Ctrl-C (or SIGTERM) came while an in-process cell ran: the run ends with that cell (`_guard_interrupts`)
         self._items['run'] = Item('run', self.root / 'run.ipynb', self.doc, None, state=dict(queue=[], running=None, worker=None))
 
@@ -727,13 +733,16 @@ def _cell_done(self:_Run, it, cid:str, r:dict|None):
         if _failed(r, cell):
             pm.update(exception=True, status='failed')
             self.nb.metadata.papermill['exception'] = True
+    elif isinstance(sys.exc_info()[1], KeyboardInterrupt):  # (called from a `finally`: Ctrl-C stopped this cell's run)
+        pm.update(exception=True, status='failed')
+        self.stopped_in = cell
     t1 = _now()
     pm.update(end_time=_iso(t1), duration=(t1 - self.turn_t0).total_seconds())
     if pm['status'] != 'failed': pm['status'] = 'completed'
     log.info(f'Ending Cell {i + 1:-<43}')
     if self.bar: self.bar.update(i + 1)
     self.save()
-    if self.interrupted: raise KeyboardInterrupt  # the cell caught a Ctrl-C (in-process) and ended: the run ends here too
+    if self.interrupted: self.stopped_in = cell; raise KeyboardInterrupt  # the cell caught a Ctrl-C (in-process) and ended: the run ends here too
 
 @patch
 def _failure(self:_Run, cell, exec_count, error:dict) -> dict:
@@ -749,7 +758,7 @@ def _verdict(self:_Run, errors:list, rep:RunReport):
         if e['status'] == 'timeout' and self.expired:
             f['evalue'] = f"the run passed its total timeout of {self.total_timeout:g}s in this cell"
             rep.status, rep.failure = 'timeout', f
-        elif e['status'] == 'interrupted': rep.status = 'interrupted'
+        elif e['status'] == 'interrupted': rep.status, rep.failure = 'interrupted', f
         elif e['status'] == 'dead' or f['ename'] in _DEAD: rep.status, rep.failure = 'dead', f
         elif f['ename'] == 'SystemExit' and str(f['evalue']) in ('', '0'): continue  # not a failure (the run stops there unless allow_errors)
         else:
@@ -814,7 +823,10 @@ def run(self:_Run) -> RunReport:
     try: self._verdict(self._run_all('run', self.allow_errors, self.timeout)['errors'], rep)
     except KeyboardInterrupt:
         rep.status = 'interrupted'
-        if self.turn is not None: self.turn.metadata.papermill.update(exception=True, status='failed')
+        cell = self.stopped_in or (self.turn if self.turn is not None and self.turn.metadata.papermill.get('status') == 'running' else None)
+        if cell is not None:  # stopped in that cell, not between cells
+            cell.metadata.papermill.update(exception=True, status='failed')
+            rep.failure = self._failure(cell, cell.get('execution_count'), dict(ename='KeyboardInterrupt', evalue='the run was interrupted in this cell'))
     except _PastTotal:
         cell = self.turn
         cell.metadata.papermill.update(status='pending', start_time=None, end_time=None, duration=None)
