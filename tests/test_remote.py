@@ -177,8 +177,7 @@ def test_clear_errors(server):
 
 def test_a_url_that_answers_no_json_is_a_clear_error(tmp_path, jupyter_server):
     """A web server that is not a Jupyter server answering the API's address with a page (a plain http.server here, a login
-    page elsewhere): a KernelError naming the URL, and what to check, rather than a bare JSONDecodeError. A URL with its
-    ?token= (the API's path would land in the query, answered by the server's HTML page) is refused first. Never the token shown"""
+    page elsewhere): a KernelError naming the URL, and what to check, rather than a bare JSONDecodeError. Never the token shown"""
     from headlesnb.kernels.subkernel import list_kernelspecs
     (tmp_path / 'api' / 'kernelspecs').mkdir(parents=True)
     (tmp_path / 'api' / 'kernelspecs' / 'index.html').write_text('<html><body>Log in</body></html>')
@@ -198,14 +197,29 @@ def test_a_url_that_answers_no_json_is_a_clear_error(tmp_path, jupyter_server):
                 msg = str(e.value)
                 assert msg.startswith(f'{plain} answered GET /api/kernelspecs with text/html rather than JSON') and 'Jupyter' in msg, msg
                 assert 'sekrit' not in msg and 'jupyter server list' in msg, msg
-        tok = jupyter_server.token
-        for url in (f'{jupyter_server.url}/?token={tok}', f'{jupyter_server.url}/lab?token={tok}', f'{plain}/?token=sekrit'):
-            for call in (lambda: list_kernelspecs(url), lambda: RemoteKernel(url)):
-                with pytest.raises(BadArgumentError) as e: call()
-                msg = str(e.value)
-                assert msg.startswith(f"url {url.partition('?')[0].rstrip('/')}?... has a query") and 'its token apart' in msg, msg
-                assert tok not in msg and 'sekrit' not in msg, msg
+        with pytest.raises(KernelError) as e: RemoteKernel(f'{plain}/lab?token=sekrit').run('1')  # (the page's URL: its token taken, never shown)
+        assert str(e.value).startswith(f'{plain} answered GET /api/kernelspecs with text/html') and 'sekrit' not in str(e.value), e.value
     finally: web.kill(); web.wait()
+
+def test_the_url_jupyterlab_prints_is_the_server_and_its_token(tmp_path, jupyter_server):
+    """The URL JupyterLab prints (`/lab?token=T`), `/?token=T` or a page's address names the server and its token, as on the shared
+    documents' side: kernels start there, for `RemoteKernel`, `list_kernelspecs` and a manager given it as `jupyter_url`"""
+    from headlesnb.kernels.subkernel import list_kernelspecs
+    from headlesnb import NotebookManager
+    url, tok = jupyter_server.url, jupyter_server.token
+    for given in (f'{url}/lab?token={tok}', f'{url}/?token={tok}', f'{url}/lab/tree/x.ipynb?token={tok}'):
+        assert 'python3' in list_kernelspecs(given)
+        with RemoteKernel(given) as k:
+            assert ''.join(k.run('1+1').outputs[0]['data']['text/plain']) == '2'
+            assert tok not in repr(k) and k.url == url, (repr(k), k.url)
+    with pytest.raises(BadArgumentError, match='two different tokens'): RemoteKernel(f'{url}/lab?token={tok}', 'other')
+    nm = NotebookManager(tmp_path, kernel='python3', jupyter_url=f'{url}/lab?token={tok}')
+    try:
+        nm.use_notebook('n', 'n.ipynb', mode='create')
+        nm.insert_cell(0, 'code', 'import os; os.getpid()')
+        r = nm.execute_cell(0)
+        assert r['status'] == 'ok' and int(''.join(r['outputs'][0]['data']['text/plain'])) != os.getpid(), r
+    finally: nm.close_all()
 
 def test_a_server_killed_mid_run_is_named(tmp_path):
     "The Jupyter server killed while a cell runs: the cell's error says the server at URL closed the connection (no empty `()`)"

@@ -23,9 +23,9 @@ def kernel_name(s:str) -> str:
     return 'inprocess' if s == 'kernels.inprocess' else s
 
 def jupyter_url(s:str) -> str|None:
-    "argparse type: a Jupyter server's address, checked as the engine reads it (`shared.jupyter_address`); empty (an unset variable): none"
+    "argparse type: a Jupyter server's address, checked as the engine reads it (`utils.jupyter_address`); empty (an unset variable): none"
     if not s.strip(): return None
-    from headlesnb.shared import jupyter_address
+    from headlesnb.utils import jupyter_address
     as_argparse(jupyter_address, s)
     return s
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import headlesnb
 from ..errors import HeadlesnbError, BadArgumentError
-from ..utils import die_with_parent
+from ..utils import die_with_parent, redact
 from .options import add_remote_args, positive_seconds
-from .run_io import is_url, local_path, redact, text_sink, check_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name
+from .run_io import is_url, local_path, text_sink, check_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name
 
 log = logging.getLogger('headlesnb.fronts.run')  # (the run's logger, run_exec's, by its name)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..errors import BadArgumentError, HeadlesnbError, KernelError
-from ..utils import die_with_parent
+from ..utils import die_with_parent, redact
 from ..base import make_kernel
-from .run_io import local_path, make_folder, redact, scrub, text_sink
+from .run_io import local_path, make_folder, scrub, text_sink
 from .run_exec import log, RunReport, _execute, _error_name, start_seconds, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #300de3a4

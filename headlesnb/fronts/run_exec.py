@@ -23,7 +23,8 @@ from fastcore.xtras import dict2obj
 from ..errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelError, NotFoundError
 from ..document import check_nb, dump_nb, new_id
 from ..base import BaseManager, Item, kernel_for_notebook, make_kernel, runs_cell
-from .run_io import local_path, redact, read_bytes, check_writable, writer
+from ..utils import redact
+from .run_io import local_path, read_bytes, check_writable, writer
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #bfdd8cad
 log = logging.getLogger('headlesnb.fronts.run')

@@ -9,7 +9,7 @@ __all__ = ['RemoteKernel']
 import asyncio, socket, threading, weakref
 from contextlib import suppress
 from queue import Empty
-from urllib.parse import urlencode, urlsplit, quote
+from urllib.parse import urlencode, quote
 
 import requests, websocket
 from fastcore.basics import patch_to
@@ -18,7 +18,7 @@ from jupyter_kernel_client.wsclient import KernelWebSocketClient, WSChannel, HBW
 
 from ..errors import BadArgumentError, KernelError, NotFoundError
 from .jupyter import JupyterKernel, _Client, _first
-from ..utils import shown_url
+from ..utils import jupyter_address, shown_url
 
 # %% ../../nbs/08_kernels.remote.ipynb #6fa5e774
 class _LoopQueue:
@@ -114,18 +114,12 @@ class RemoteKernel(JupyterKernel):
     def __init__(self, url:str, token:str|None=None, kernel_name:str='python3', kernel_id:str|None=None, cwd:str|None=None,
                  output_limit:int|None=None, startup_timeout:float=60, stop_grace:float=5, request_timeout:float=60):
         super().__init__(output_limit=output_limit, stop_grace=stop_grace, startup_timeout=startup_timeout)
-        u = urlsplit(url) if isinstance(url, str) else None
-        if not u or u.scheme not in ('http', 'https') or not u.netloc:
-            raise BadArgumentError(f"url must be the http(s) address of a Jupyter server, such as http://127.0.0.1:8888, not {shown_url(url) if u else url!r}")
-        if u.query or u.fragment:  # (the API's path would land in the query: the server answers its HTML page)
-            raise BadArgumentError(f"url {shown_url(url)}{'?...' if u.query else '#...'} has a {'query' if u.query else 'fragment'}: give the Jupyter "
-                                   "server's address alone (as `jupyter server list` prints it, without /lab) and its token apart (token=, "
-                                   "--jupyter-token, $JUPYTER_TOKEN)")
         for n, v in (('token', token), ('kernel_id', kernel_id), ('cwd', cwd)):
             if v is not None and not isinstance(v, str): raise BadArgumentError(f"{n} must be a str or None, not {type(v).__name__}")
         if not isinstance(kernel_name, str) or not kernel_name:
             raise BadArgumentError(f"kernel_name must be the name of a kernelspec on the server, not {kernel_name!r}")
-        self.url, self.shown, self.token, self.kernel_name, self.cwd = url.rstrip('/'), shown_url(url), token or None, kernel_name, cwd
+        self.bases, token = jupyter_address(url, token)  # (the URL JupyterLab prints, `.../lab?token=T`, is the server and its token)
+        self.url, self.shown, self.token, self.kernel_name, self.cwd = self.bases[0], shown_url(self.bases[0]), token or None, kernel_name, cwd
         self.kernel_id, self.owned, self.request_timeout = kernel_id or None, not kernel_id, request_timeout
         self._headers = {'Authorization': f'token {self.token}'} if self.token else {}
         self._reaper = None
@@ -140,6 +134,7 @@ class RemoteKernel(JupyterKernel):
         """One REST call (blocking: run it in a thread from the loop) of `timeout` s at most (default: `request_timeout`); what went wrong
         becomes a KernelError that says so"""
         what, t = f"{method} /api/{'/'.join(parts)}", timeout or self.request_timeout
+        if len(self.bases) > 1: self._pick_base(t)
         try: r = requests.request(method, _api(self.url, *parts), headers=self._headers, timeout=t, **kw)
         except requests.ReadTimeout: raise KernelError(f'the Jupyter server at {self.shown} did not answer {what} within {t:g}s') from None
         except requests.RequestException as e: raise KernelError(f'the Jupyter server at {self.shown} cannot be reached ({what}): {e}') from None
@@ -151,6 +146,15 @@ class RemoteKernel(JupyterKernel):
             raise KernelError(f"{self.shown} answered {what} with {r.headers.get('content-type') or 'something'} rather than JSON: it is not the API "
                               "of a Jupyter Server or Enterprise Gateway there. Check the address: the one `jupyter server list` prints, "
                               "with the server's base path if it has one, without /lab") from None
+
+    def _pick_base(self, timeout:float):
+        """The URL named a page (`/lab`, `/user/doc/lab`): the server's base is the first of `bases` where its API is found (anything but
+        a 404: a wrong token is its own error next). Asked once; none found leaves the likeliest, whose 404 the call reports"""
+        for url in self.bases:
+            with suppress(requests.RequestException):
+                if requests.get(_api(url, 'kernelspecs'), headers=self._headers, timeout=timeout).status_code != 404: break
+        else: url = self.bases[0]
+        self.bases, self.url, self.shown = [url], url, shown_url(url)
 
 def _delete_kernel(url:str, headers:dict, kernel_id:str, timeout:float):
     "Shut down a kernel we started (a finaliser: also at interpreter exit)"
