@@ -401,10 +401,27 @@ def _index_errors(db:Path):
         if (x := _index_error(db, e)) is e: raise
         raise x from None
 
+def _index_files(db:Path) -> list: return [db, *(db.with_name(db.name + s) for s in ('-wal', '-shm', '.lock'))]
+
+def _check_own(db:Path, root:Path|None=None):
+    """Refuse an index whose files are links or not plain files (and, under `root`, whose folder is a link): a repository can ship
+    `.headlesnb/codemap.sqlite` as a link to a database elsewhere, which the index would change, or a `-wal` link that SQLite would
+    write through. Checked before each time it is opened"""
+    for p in ([db.parent, db.parent / '.gitignore'] if root is not None else []) + _index_files(db):
+        try: m = os.lstat(p).st_mode
+        except FileNotFoundError: continue
+        if stat.S_ISLNK(m):
+            raise PathOutsideRootError(f"the code index's {p} is a symbolic link (to {os.readlink(p)}): headlesnb never writes its index "
+                                       "through one; remove the link (the code map makes its index anew)")
+        if not (stat.S_ISDIR(m) if p == db.parent else stat.S_ISREG(m)):
+            raise ConflictError(f"the code index's {p} is not a plain {'folder' if p == db.parent else 'file'} (a FIFO, socket or device?): "
+                                "remove it (the code map makes its index anew)")
+
 @contextmanager
 def _writing(db:Path, wait:bool):
     "Hold the index's writer lock (a `flock` beside `db`, let go by the OS if this process dies): True, or False when busy and not `wait`"
-    with open(db.with_name(db.name + '.lock'), 'a+b') as f:
+    fd = os.open(db.with_name(db.name + '.lock'), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with open(fd, 'r+b') as f:
         try: fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False; return
@@ -425,10 +442,12 @@ class CodeMap:
         self._reopen = False  # the last refresh could not write: the next one opens the index again
         self.sources, self._shadow, self._exports, self._view = {}, {}, {}, None  # nbdev: see `_link`
         self._rank_lock, self._search_lock = threading.Lock(), threading.Lock()
+        self._own = self.root if db is None else None  # our folder in the root: nothing in it may lead out
         with _index_errors(self.db_path):
+            _check_own(self.db_path, self._own)
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
-            if self.db_path.parent == self.root / '.headlesnb' and not (gi := self.db_path.parent / '.gitignore').exists():
-                gi.write_text('*\n')  # git never picks up the index
+            if self._own and not os.path.lexists(gi := self.db_path.parent / '.gitignore'):
+                with suppress(FileExistsError), open(gi, 'x') as f: f.write('*\n')  # git never picks up the index
             with _writing(self.db_path, True): self._connect()  # (a build under way in another process is waited for)
 
     def _connect(self, fresh:bool=False):
@@ -436,7 +455,8 @@ class CodeMap:
         damaged one is removed and made anew (`fresh`): it is a cache of the files"""
         while True:
             if fresh:
-                for p in (self.db_path, *(self.db_path.with_name(self.db_path.name + s) for s in ('-wal', '-shm'))): p.unlink(missing_ok=True)
+                for p in _index_files(self.db_path)[:3]: p.unlink(missing_ok=True)
+            _check_own(self.db_path, self._own)
             self.con = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
             try:
                 self.con.execute('PRAGMA journal_mode=WAL'); self.con.execute('PRAGMA synchronous=NORMAL')
