@@ -12,6 +12,8 @@ __all__ = ['BLOCK_BEGIN', 'BLOCK_END', 'SPAWN_HEURISTICS', 'AGENT_COMMANDS', 'pr
 import argparse, gc, hashlib, json, os, re, shutil, subprocess, sys, tempfile, threading
 from pathlib import Path
 from ..errors import *
+from ..paths import resolve_in_root
+from ..utils import read_regular
 from ..agents.tree import (AgentManager, find_root, write_text, read_text, LIVE, FINISHED, TASK_TYPES,
                               poll_json, shown_status, NEEDS_INPUT, GLYPHS)
 from ..agents.runners import tmux, tmux_literal, tmux_sessions, tmux_available
@@ -49,8 +51,8 @@ def project_folder(start=None) -> Path:
 
 def install_heuristics(project) -> dict:
     "Put the spawn heuristics into `project`/CLAUDE.md between the headlesnb markers (replacing any block there); `{'path', 'changed'}`"
-    path = Path(project) / 'CLAUDE.md'
-    try: text = path.read_text(encoding='utf-8') if path.exists() else ''
+    path = resolve_in_root(Path(project).resolve(), 'CLAUDE.md', "the project's")  # (a link to AGENTS.md is followed; one out of the project is not)
+    try: old = text = read_regular(path).decode('utf-8') if path.exists() else ''
     except (OSError, UnicodeDecodeError) as e: raise CorruptFileError(f"cannot read {path}: {e}") from None
     block = f'{BLOCK_BEGIN}\n{SPAWN_HEURISTICS}{BLOCK_END}'
     parts, at = [], None
@@ -63,7 +65,7 @@ def install_heuristics(project) -> dict:
     rest = ''.join(parts) + text
     if at is None: new = rest + ('\n' if rest and not rest.endswith('\n') else '') + ('\n' if rest.strip() else '') + block + '\n'
     else: new = rest[:at] + block + rest[at:]
-    if new == (path.read_text(encoding='utf-8') if path.exists() else None): return dict(path=str(path), changed=False)
+    if new == old: return dict(path=str(path), changed=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, new, durable=True)
     return dict(path=str(path), changed=True)

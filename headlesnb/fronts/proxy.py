@@ -14,8 +14,8 @@ from collections import deque
 from pathlib import Path
 from fastcore.basics import patch
 from ..errors import *
-from ..paths import check_name
-from ..utils import check_str
+from ..paths import check_name, resolve_in_root
+from ..utils import check_str, read_regular
 from ..workspace import Workspace, WorkspaceManager, STATE_SUFFIX
 from ..document import _sig
 from .security import Guard, is_loopback, bracket
@@ -427,7 +427,9 @@ def serve(root, upstream:str, port:int=0, **kw) -> ProxyServer:
 
 # %% ../../nbs/24_fronts.proxy.ipynb #a8b1f171
 def _load_json(path:Path) -> dict:
-    try: d = json.loads(path.read_text()) if path.exists() and path.read_text().strip() else {}
+    try: text = read_regular(path).decode() if path.exists() else ''
+    except OSError as e: raise CorruptFileError(f"cannot read {path}: {e.strerror or e}") from None
+    try: d = json.loads(text) if text.strip() else {}
     except (ValueError, UnicodeDecodeError) as e: raise CorruptFileError(f"{path} is not valid JSON ({e}): fix it, then run setup again") from None
     if not isinstance(d, dict): raise CorruptFileError(f"{path}: expected a JSON object")
     return d
@@ -439,7 +441,9 @@ def plan_proxy_setup(root='.', port:int=8787, settings=None, command:str|None=No
     root = Path(root).expanduser().resolve()
     if not root.is_dir(): raise NotFoundError(f"root {root} is not a folder")
     url, changed = f'http://127.0.0.1:{port}', []
-    spath, mpath = Path(settings) if settings else root / '.claude' / 'settings.local.json', root / '.mcp.json'
+    # (files the folder holds may come with it, a cloned repository: one that is a link is followed only within the folder)
+    spath = Path(settings) if settings else resolve_in_root(root, '.claude/settings.local.json', "Claude Code's settings file")
+    mpath = resolve_in_root(root, '.mcp.json', "Claude Code's MCP file")
     s, m = _load_json(spath), _load_json(mpath)
     env, servers = s.setdefault('env', {}), m.setdefault('mcpServers', {})
     enabled = s.setdefault('enabledMcpjsonServers', [])
@@ -450,9 +454,11 @@ def plan_proxy_setup(root='.', port:int=8787, settings=None, command:str|None=No
         raise ConflictError(f"{spath} already sends Claude Code to ANTHROPIC_BASE_URL={old}: remove it to use the proxy")
     if old != url: env['ANTHROPIC_BASE_URL'] = url; changed.append('ANTHROPIC_BASE_URL')
     if 'headlesnb' not in enabled: enabled.append('headlesnb'); changed.append('enabledMcpjsonServers')
-    if 'headlesnb' not in servers:
-        servers['headlesnb'] = dict(command=command or shutil.which('headlesnb') or 'headlesnb', args=['mcp', '--root', str(root)])
-        changed.append('mcpServers.headlesnb')
+    ours = dict(command=command or shutil.which('headlesnb') or 'headlesnb', args=['mcp', '--root', str(root)])
+    if (have := servers.get('headlesnb')) is None: servers['headlesnb'] = ours; changed.append('mcpServers.headlesnb')
+    elif not isinstance(have, dict) or {k: v for k, v in have.items() if (k, v) != ('type', 'stdio')} not in (ours, dict(ours, command='headlesnb')):  # enabling it would run, unasked, whatever the folder's own file says
+        raise ConflictError(f"{mpath} already has an MCP server named 'headlesnb' that setup did not write: {json.dumps(servers['headlesnb'])[:300]}; "
+                            "setup does not enable a server it did not write: remove that entry (or check it and enable it yourself), then run setup again")
     writes = [(path, json.dumps(d, indent=2) + '\n') for path, d, keys in ((spath, s, ('ANTHROPIC_BASE_URL', 'enabledMcpjsonServers')),
                                                                            (mpath, m, ('mcpServers.headlesnb',))) if set(keys) & set(changed)]
     return dict(settings=str(spath), mcp=str(mpath), url=url, changed=changed, writes=writes)
