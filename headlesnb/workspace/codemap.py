@@ -315,7 +315,7 @@ def parse_file(full:str, rel:str, lang:str, module:str|None, max_bytes:int) -> d
     if lang == 'python': source = nbdev_source(rel, data)
     if lang == 'notebook':
         try: data, cells = notebook_source(data)
-        except (ValueError, AttributeError, TypeError) as e: return dict(hash=h, skip=f'not a notebook: {e}')
+        except (ValueError, AttributeError, TypeError, RecursionError) as e: return dict(hash=h, skip=f'not a notebook: {e}')  # (JSON nested too deep: RecursionError)
         lang = 'python'
     if module is None: module = module_of(rel, lang, None, data)
     if lang != 'python': package = os.path.dirname(rel)  # where relative imports start
