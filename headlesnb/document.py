@@ -323,8 +323,10 @@ def _perm(st):
 def may_change(self:NbDoc):
     """ConflictError (saying why) unless this document's file may be written: a read-only file is never changed.
     Looked at through the pinned folder at every change; the full check (`check_writable`) runs again only when the
-    file's or the folder's metadata moved since it last passed (it costs an edit as much as the rest of it)"""
-    dfd = self._open_dir(check=False)
+    file's or the folder's metadata moved since it last passed (it costs an edit as much as the rest of it). A folder
+    replaced since (a symlink put in its place) refuses the change before it is made, so no refused edit waits in memory
+    for a later save to write it"""
+    dfd = self._open_dir()
     seen = (_perm(self._lstat(dfd)), _perm(os.fstat(dfd)), os.geteuid() if hasattr(os, 'geteuid') else None)
     if seen == self._may: return
     check_writable(self.path)
