@@ -13,7 +13,7 @@ from mcp.types import TextContent
 
 from headlesnb.agents.tree import AgentManager, SessionStore
 from headlesnb.agents.store import tmux_name
-from headlesnb.agents.runners import tmux_sessions, proc_start
+from headlesnb.agents.runners import tmux_sessions, proc_start, trust_agents_file
 from headlesnb.llm import AnthropicClient
 from fake_anthropic import FakeAnthropic
 
@@ -43,6 +43,7 @@ def tmux_env(tmp_path, monkeypatch):
     monkeypatch.delenv('TMUX_PANE', raising=False)
     monkeypatch.delenv('SCOPE_SESSION_ID', raising=False)
     monkeypatch.setenv('FAKE_AGENT_HOOK', json.dumps(HNB_ARGV + ['hook']))
+    monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path / 'xdg'))  # (no agents.toml of the user's; the trust the tests give is recorded there)
     yield d
     subprocess.run(['tmux', 'kill-server'], capture_output=True)
 
@@ -68,6 +69,7 @@ command = [{py}, {fake}, "edit", "app.py", "3", "line three, by B"]
 [agents.edit-c]
 command = [{py}, {fake}, "edit", "app.py", "3", "line three, by C"]
 ''')
+    trust_agents_file(r)  # (the user read it)
     return r
 
 
@@ -628,6 +630,7 @@ def abort_round(root, shape, host, via, hold_for):
     root.mkdir()
     (root / '.scope').mkdir()
     (root / '.scope' / 'agents.toml').write_text(f'[agents.sleeper]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE))}, "sleep"]\n')
+    trust_agents_file(root)
     marker, arrivals, release = root / 'shell-ran', [], threading.Event()
     def held(body):
         release.wait(60)
@@ -716,6 +719,7 @@ def test_abort_stops_at_once_under_load(root, tmp_path):
 def test_routing_by_task_type(root):
     "[routing.TYPE] in agents.toml: spawn without an agent follows it (agent, and a dialog agent's model); poll and the tree show them"
     with open(root / '.scope' / 'agents.toml', 'a') as f: f.write('\n[routing.test]\nagent = "noop"\n[routing.explore]\nmodel = "claude-haiku-4-5"\n')
+    trust_agents_file(root)  # (edited: trusted again)
     t = hnb('spawn', 'Run the tests', '--type', 'test', root=root, check=True).stdout.strip()
     p = json.loads(hnb('wait', t, '--timeout', '30', root=root, check=True).stdout)['results'][0]
     assert (p['agent'], p['model'], p['status'], p['error']) == ('noop', '', 'done', False)
@@ -730,6 +734,44 @@ def test_routing_by_task_type(root):
         assert (am.poll(e)['agent'], am.poll(e)['model']) == ('dialog', 'claude-haiku-4-5')
         from headlesnb.fronts.agents_ui import row_text
         assert row_text(am.get(e))[4] == 'dialog · claude-haiku-4-5'  # what the tree shows
+
+
+def test_project_agents_file_used_only_once_trusted(root, tmp_path):
+    """A cloned repository's .scope/agents.toml (an agent's command, notify, routing) runs nothing until the user trusts
+    it: spawn refuses (the CLI and MCP alike), naming the file and `headlesnb trust`; after `headlesnb trust` it runs;
+    edited, it is refused again; `--revoke` takes the trust back. The MCP server has no tool that trusts."""
+    ran, told = tmp_path / 'ran', tmp_path / 'told'
+    f = root / '.scope' / 'agents.toml'
+    f.write_text(f'notify = ["sh", "-c", "echo $2 >> {told}"]\n[agents.evil]\ncommand = ["sh", "-c", "touch {ran}; echo done"]\n'
+                 '[routing.test]\nagent = "evil"\n')
+    for args in (['spawn', 'x', '--agent', 'evil'], ['spawn', 'x', '--type', 'test'], ['spawn', 'x', '--agent', 'dialog']):
+        r = hnb(*args, root=root)
+        assert r.returncode == 1 and r.stdout == '', (args, r.stdout, r.stderr)
+        assert f"{f} is this project's own agents file and you have not trusted it" in r.stderr and 'notify command' in r.stderr, r.stderr
+        assert f'run `headlesnb trust` in {root}' in r.stderr, r.stderr
+    am = AgentManager(root, tmux=False)
+    async def mcp():
+        async with Client(agents_server(am)) as cl:
+            assert not [t.name for t in (await cl.list_tools()).tools if 'trust' in t.name]
+            r = await cl.call_tool('spawn_agent', dict(task='x', agent='evil'))
+            assert r.is_error and 'you have not trusted it' in mcp_text(r), mcp_text(r)
+    anyio.run(mcp)
+    time.sleep(0.5)
+    assert not ran.exists() and not told.exists() and not (root / '.scope' / 'sessions').exists()  # nothing spawned, nothing run
+    r = hnb('trust', '--project', str(root), check=True)
+    assert f.read_text() in r.stdout and f'trusted {f} as shown above' in r.stdout, r.stdout
+    i = hnb('spawn', 'x', '--type', 'test', root=root, check=True).stdout.strip()
+    res = json.loads(hnb('wait', i, '--timeout', '30', root=root, check=True).stdout)['results'][0]
+    assert (res['agent'], res['result']) == ('evil', 'done') and ran.exists()
+    wait_for(lambda: told.exists() and told.read_text() == 'done\n', what='the notify command')
+    f.write_text(f.read_text() + '# edited\n')
+    r = hnb('spawn', 'x', '--agent', 'evil', root=root)
+    assert r.returncode == 1 and 'you have not trusted it as it is now (it changed since you did)' in r.stderr, r.stderr
+    hnb('trust', '--project', str(root), check=True)
+    assert hnb('trust', '--project', str(root), '--revoke', check=True).stdout.startswith(f'{f}: no longer trusted')
+    r = hnb('spawn', 'x', '--agent', 'evil', root=root)
+    assert r.returncode == 1 and 'you have not trusted it:' in r.stderr, r.stderr
+    assert len(am.list()) == 1  # (the one spawned while it was trusted)
 
 
 def test_setup_writes_spawn_heuristics_into_claude_md(tmp_path):
@@ -774,7 +816,7 @@ def test_papercuts_no_key_readonly_help(root, tmp_path):
     assert row_text(AgentManager(root).get(i))[2] == 'failed'
     helps = subprocess.run(HNB_ARGV + ['--help'], capture_output=True, text=True).stdout
     from headlesnb.fronts.agents_ui import AGENT_COMMANDS
-    assert len(set(AGENT_COMMANDS.values())) == len(AGENT_COMMANDS) == 10 and {'resume', 'cleanup'} <= set(AGENT_COMMANDS)
+    assert len(set(AGENT_COMMANDS.values())) == len(AGENT_COMMANDS) == 11 and {'resume', 'cleanup', 'trust'} <= set(AGENT_COMMANDS)
     flat = ' '.join(helps.split())
     assert all(f'{c} {" ".join(what.split())}' in flat for c, what in AGENT_COMMANDS.items()), helps
 

@@ -2,10 +2,13 @@
 and session files that are symlinks, FIFOs or folders are never read through, block nothing, and are named.
 Real parts: the command line in subprocesses, a private tmux server, the official MCP client.
 """
-import json, os, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
 import pytest
+
+from headlesnb.agents.runners import trust_agents_file
+from headlesnb.agents.tree import AgentManager
 
 pytestmark = pytest.mark.timeout(120)
 HNB_ARGV = [sys.executable, '-m', 'headlesnb.fronts.cli']
@@ -27,10 +30,11 @@ def wait_for(cond, timeout=20, what='condition'):
 
 @pytest.fixture
 def tmux_env(tmp_path, monkeypatch):
-    "A private tmux server (its own TMUX_TMPDIR) holding session fxg-spawner, the terminal the agents are spawned from"
+    "A private tmux server (its own TMUX_TMPDIR) holding session fxg-spawner, the terminal the agents are spawned from; a config folder of its own"
     d = tmp_path / 'tmux'
     d.mkdir()
     monkeypatch.setenv('TMUX_TMPDIR', str(d))
+    monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path / 'xdg'))  # (no agents.toml of the user's; the trust the tests give is recorded there)
     for k in ('TMUX', 'TMUX_PANE', 'SCOPE_SESSION_ID'): monkeypatch.delenv(k, raising=False)
     subprocess.run(['tmux', 'new-session', '-d', '-s', 'fxg-spawner', 'sleep', '600'], check=True)
     sock = subprocess.run(['tmux', 'display-message', '-p', '-t', '=fxg-spawner:', '#{socket_path},#{pid},0'], capture_output=True, text=True).stdout.strip()
@@ -47,6 +51,7 @@ def test_result_text_is_never_a_tmux_format(tmp_path, tmux_env):
     root = tmp_path / f'proj #(touch {tmp_path}/PWNED_DIR)'  # tmux expands new-session's -c as a format too
     (root / '.scope').mkdir(parents=True)
     (root / '.scope' / 'agents.toml').write_text(AG + f'[agents.inj]\ncommand = ["sh", "-c", "echo \'ok #(touch {pwned}) #{{pane_id}}\'"]\n')
+    trust_agents_file(root)  # (the user read it)
     r = hnb('spawn', 't', '--agent', 'inj', cwd=root, env=tmux_env)
     assert r.returncode == 0, r.stderr
     i = r.stdout.strip()
@@ -63,6 +68,7 @@ def proj(tmp_path, tmux_env):
     r = tmp_path / 'r'
     (r / '.scope').mkdir(parents=True)
     (r / '.scope' / 'agents.toml').write_text(AG)
+    trust_agents_file(r)
     env = {k: v for k, v in tmux_env.items() if k not in ('TMUX', 'TMUX_PANE')}
     return r, env
 
@@ -82,12 +88,14 @@ def test_symlinked_scope_is_never_written_through(tmp_path, proj):
     out.mkdir(); r.mkdir()
     (r / '.scope').symlink_to(out)
     (out / 'agents.toml').write_text(AG)
+    trust_agents_file(r)  # (trusted: what refuses is the symlink)
     res = hnb('spawn', 't', '--agent', 'hi', cwd=r, env=env)
     assert res.returncode == 1 and 'now resolves to' in res.stderr and res.stderr.strip().count('\n') == 0, res.stderr
     assert not (out / 'sessions').exists()
     (r / '.scope').unlink(); (r / '.scope').mkdir()
     (r / '.scope' / 'sessions').symlink_to(out)
     (r / '.scope' / 'agents.toml').write_text(AG)
+    trust_agents_file(r)
     res = hnb('spawn', 't', '--agent', 'hi', cwd=r, env=env)
     assert res.returncode == 1 and '.scope/sessions now resolves to' in res.stderr, res.stderr
     assert sorted(os.listdir(out)) == ['agents.toml']
@@ -140,3 +148,30 @@ def test_unknown_state_is_not_finished(proj):
     assert a.returncode == 0 and a.stdout.strip() == f'aborted {i}', (a.stdout, a.stderr)
     wait_for(lambda: not Path(f'/proc/{pid}').exists() or Path(f'/proc/{pid}/stat').read_text().split(') ')[1][0] == 'Z', what='its process to end')
     assert json.loads(hnb('poll', i, cwd=r, env=env).stdout)['status'] == 'aborted'
+
+
+def test_project_agents_file_edited_after_the_spawn_is_used_no_more(tmp_path, tmux_env):
+    """The project's agents file edited once an agent runs is untrusted again: the notify command it now names does not
+    run when the agent ends (notify.log says why), and a minder started again (the first one killed) does not watch
+    the agent's screens by it: the agent fails, naming the file"""
+    told, evil = tmp_path / 'told', tmp_path / 'evil'
+    r = tmp_path / 'p'
+    (r / '.scope').mkdir(parents=True)
+    f = r / '.scope' / 'agents.toml'
+    f.write_text(f'notify = ["touch", "{told}"]\n[agents.brief]\ncommand = ["sh", "-c", "sleep 1; echo hi"]\n'
+                 '[agents.repl]\ncommand = ["sh", "-c", "while true; do echo loading; sleep 0.3; done"]\nready = "(?m)^>$"\nready_timeout = 600\n')
+    trust_agents_file(r)
+    am = AgentManager(r, tmux=False)  # (no minder: the agent's end is seen here, by the notify of the file as it is then)
+    a = am.spawn('t', agent='brief')
+    f.write_text(f.read_text().replace(str(told), str(evil)))
+    assert am.wait([a], timeout=30)['results'][0]['result'] == 'hi'
+    wait_for(lambda: 'notify not run: ' in am.poll(a).get('notify', ''), what='the notify refusal in notify.log')
+    assert 'you have not trusted it as it is now' in am.poll(a)['notify'] and not evil.exists() and not told.exists()
+    trust_agents_file(r)
+    env = {k: v for k, v in tmux_env.items() if k not in ('TMUX', 'TMUX_PANE')}
+    b = hnb('spawn', 't', '--agent', 'repl', cwd=r, env=env).stdout.strip()
+    minder = wait_for(lambda: (r / '.scope/sessions' / b / 'minder').read_text().split()[:1], what='its minder')
+    f.write_text(f.read_text() + '# edited\n')
+    os.kill(int(minder[0]), signal.SIGKILL)
+    res = wait_for(lambda: (p := json.loads(hnb('poll', b, cwd=r, env=env).stdout))['status'] == 'done' and p, timeout=30, what='the agent to fail')
+    assert res['error'] and f'{f} is this project\'s own agents file and you have not trusted it as it is now' in res['result'], res

@@ -9,7 +9,7 @@ import pytest
 
 from headlesnb.agents.tree import AgentManager, SessionStore
 from headlesnb.agents.store import tmux_name
-from headlesnb.agents.runners import tmux_sessions, proc_start, git
+from headlesnb.agents.runners import tmux_sessions, proc_start, git, trust_agents_file
 from fake_anthropic import FakeAnthropic
 from test_agents import hnb, wait_for, FAKE, HNB_ARGV
 
@@ -42,7 +42,7 @@ def tmux_server(tmp_path, monkeypatch):
 
 
 def repo(path, agents_toml='') -> Path:
-    "A git repository with one commit, `.scope/agents.toml` holding `agents_toml`"
+    "A git repository with one commit, `.scope/agents.toml` holding `agents_toml` (trusted: the user read it)"
     path.mkdir(parents=True)
     (path / 'app.py').write_text('print("hello")\n')
     (path / '.gitignore').write_text('*.log\n')
@@ -51,6 +51,7 @@ def repo(path, agents_toml='') -> Path:
         subprocess.run(['git', *args], cwd=path, check=True, env=env)
     (path / '.scope').mkdir()
     (path / '.scope' / 'agents.toml').write_text(agents_toml)
+    trust_agents_file(path)
     return path
 
 
@@ -85,7 +86,8 @@ def orchestrator(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- the real Claude Code
 @pytest.mark.skipif(os.environ.get('HEADLESNB_NO_CLAUDE_CODE') == '1', reason='HEADLESNB_NO_CLAUDE_CODE=1')
 def test_claude_code_screens_then_task_then_done_without_hooks(tmp_path, tmux_server, monkeypatch):
-    """Claude Code in a worktree: its trust dialog is answered (the worktree is ours), its API key question is the user's
+    """Claude Code in a worktree of a project the user trusts in Claude Code (no trust dialog: Claude Code 2.1.332 counts
+    the main folder's trust for its worktrees; one shown would be answered), its API key question is the user's
     (needs input, the screen in poll, no request sent); once answered, the task goes in byte for byte; with no hooks
     installed the agent is done from its screen; everyone is told: tmux message, OSC 9/777 on the spawner's pane,
     the notify command"""
@@ -94,10 +96,10 @@ def test_claude_code_screens_then_task_then_done_without_hooks(tmp_path, tmux_se
     home.mkdir()
     # (a first run's onboarding starts with a connectivity check of api.anthropic.com, which this machine cannot
     #  reach: Claude Code then exits; the onboarding is marked done so that the screens after it are met)
-    (home / '.claude.json').write_text(json.dumps({'hasCompletedOnboarding': True}))
     told = tmp_path / 'told.txt'
     notify = [sys.executable, '-c', 'import sys; open(sys.argv[1], "a").write(" | ".join(sys.argv[2:]) + "\\n")', str(told)]
     root = repo(tmp_path / 'proj', f'notify = {json.dumps(notify)}\n')
+    (home / '.claude.json').write_text(json.dumps({'hasCompletedOnboarding': True, 'projects': {str(root): {'hasTrustDialogAccepted': True}}}))
     piped, screen, client = orchestrator(tmp_path, monkeypatch)
     task = 'Answer with the word DONE.\n  "double" and \'single\' quotes, $HOME `date` $(true) && | > < ; \\ backslash\nlast line: ünïcode ✓'
 
@@ -118,7 +120,6 @@ def test_claude_code_screens_then_task_then_done_without_hooks(tmp_path, tmux_se
         s = watch(am, '0', lambda: (p := am.poll('0'))['activity'] == 'needs input' and p, what='the API key question')
         assert 'Detected a custom API key' in s['screen'] and s['status'] == 'running' and s['delivered'] == ''
         assert not [b for b in fake.requests if b.get('tools')], 'no task before the user answered'
-        assert 'Yes, I trust this folder' in (root / '.scope/sessions/0/minder.log').read_text()  # the trust dialog was met, and answered
         wait_for(lambda: told.exists() and '0 | needs_input | ' in told.read_text(), what='the notify command (needs input)')
         polled = json.loads(hnb('poll', '0', root=root, check=True).stdout)  # (the command line shows the same)
         assert 'Detected a custom API key' in polled['screen'] and 'delivered' not in polled
@@ -145,6 +146,40 @@ def test_claude_code_screens_then_task_then_done_without_hooks(tmp_path, tmux_se
         assert 'merged scope/0 into main' in hnb('merge', '0', '--stop', root=root, check=True).stdout
         assert name not in tmux_sessions()
     client.kill()
+
+
+@pytest.mark.skipif(os.environ.get('HEADLESNB_NO_CLAUDE_CODE') == '1', reason='HEADLESNB_NO_CLAUDE_CODE=1')
+def test_claude_code_trust_dialog_is_the_users_in_a_project_not_trusted(tmp_path, tmux_server, monkeypatch):
+    """A worktree is a checkout of the project: for a user who has not trusted the project in Claude Code itself (only a
+    folder above its repository, which Claude Code does not count either), its "trust this folder?" dialog is theirs:
+    the agent needs input with the dialog in poll, nothing is answered, no request is sent, the project's own Claude
+    Code hook does not run; once the user says yes, Claude Code goes on to its next question"""
+    assert CC.exists(), f'Claude Code {CC_VERSION} is not installed at {CC}: run tests/setup.sh (or set HEADLESNB_NO_CLAUDE_CODE=1 to skip)'
+    home, ran = tmp_path / 'home', tmp_path / 'hook-ran'
+    home.mkdir()
+    root = repo(tmp_path / 'proj')
+    (root / '.claude').mkdir()  # (the project's own hook, in the checkout: it runs in any folder Claude Code trusts)
+    (root / '.claude' / 'settings.json').write_text(json.dumps({'hooks': {'SessionStart': [{'hooks': [{'type': 'command', 'command': f'touch {ran}'}]}]}}))
+    env = dict(os.environ, GIT_AUTHOR_NAME='T', GIT_AUTHOR_EMAIL='t@x', GIT_COMMITTER_NAME='T', GIT_COMMITTER_EMAIL='t@x')
+    for args in (['add', '.claude'], ['commit', '-q', '-m', 'hooks']): subprocess.run(['git', *args], cwd=root, check=True, env=env)
+    (home / '.claude.json').write_text(json.dumps({'hasCompletedOnboarding': True, 'projects': {str(tmp_path): {'hasTrustDialogAccepted': True}}}))
+    with FakeAnthropic(['ok'] * 10, validate=False) as fake:
+        for k, v in dict(HOME=str(home), ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=KEY, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC='1',
+                         DISABLE_TELEMETRY='1', DISABLE_AUTOUPDATER='1', PATH=f"{CC.parent}:{os.environ['PATH']}").items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.delenv('CLAUDE_CONFIG_DIR', raising=False)
+        r = hnb('spawn', 'Answer with the word DONE.', '--agent', 'claude-code', '--worktree', root=root)
+        assert r.returncode == 0 and r.stdout == '0\n', r.stderr
+        am = AgentManager(root)
+        s = watch(am, '0', lambda: (p := am.poll('0'))['activity'] == 'needs input' and p, what='the trust dialog, asked')
+        assert 'Yes, I trust this folder' in s['screen'] and s['delivered'] == '', s['screen']
+        time.sleep(3)  # (a minder that answered would have by now)
+        assert 'Yes, I trust this folder' in am.poll('0')['screen'], explain(am, '0')
+        assert 'answered with' not in (root / '.scope/sessions/0/minder.log').read_text(), explain(am, '0')
+        assert not ran.exists() and not [b for b in fake.requests if b.get('tools')]
+        tm('send-keys', '-t', f"={s['tmux']}:", 'Down'); time.sleep(0.5); tm('send-keys', '-t', f"={s['tmux']}:", 'Enter')  # the user: "Yes"
+        watch(am, '0', lambda: 'Detected a custom API key' in am.poll('0').get('screen', ''), what='the next question, asked')
+        assert hnb('abort', '0', root=root, check=True).stdout.strip() == 'aborted 0'
 
 
 # ---------------------------------------------------------------- two projects, one tmux server

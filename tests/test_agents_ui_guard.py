@@ -5,7 +5,7 @@ import json, os, subprocess, sys, time
 
 import pytest
 
-from headlesnb.agents.runners import tmux_available
+from headlesnb.agents.runners import tmux_available, trust_agents_file
 from headlesnb.fronts.agents_ui import tree_session
 
 pytestmark = pytest.mark.timeout(120)
@@ -15,11 +15,13 @@ CLI = [sys.executable, '-m', 'headlesnb.fronts.cli']
 
 
 @pytest.fixture
-def root(tmp_path):
-    "A project with AG's agents and one finished agent 0 (its task full of escape sequences), and a private tmux server"
+def root(tmp_path, monkeypatch):
+    "A project with AG's agents (trusted, in a config folder of its own) and one finished agent 0 (its task full of escape sequences), and a private tmux server"
     r = tmp_path / 'proj'
     (r / '.scope').mkdir(parents=True)
     (r / '.scope' / 'agents.toml').write_text(AG)
+    monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path / 'xdg'))
+    trust_agents_file(r)
     env = {k: v for k, v in os.environ.items() if k not in ('TMUX', 'TMUX_PANE')} | dict(TMUX_TMPDIR=str(tmp_path / 'tmux'))
     (tmp_path / 'tmux').mkdir()
     p = subprocess.run(CLI + ['spawn', EVIL, '--agent', 'hi', '--root', str(r)], env=env, capture_output=True, text=True, timeout=60)

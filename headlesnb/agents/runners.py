@@ -5,13 +5,15 @@
 # %% auto #0
 __all__ = ['BUILTIN_AGENTS', 'LAUNCH_SH', 'RESULT_LINES', 'EDIT_OPS', 'ROUND_RESULT_LIMIT', 'proc_start', 'pid_spec',
            'spec_alive', 'process_tree', 'kill_tree', 'tmux_available', 'tmux_literal', 'tmux', 'tmux_sessions',
-           'tmux_pane_pids', 'AgentSpec', 'agents_config_paths', 'load_agents', 'load_notify', 'load_routing',
+           'tmux_pane_pids', 'AgentSpec', 'config_home', 'project_agents_file', 'agents_config_paths',
+           'UntrustedConfigError', 'trust_path', 'trust_agents_file', 'load_agents', 'load_notify', 'load_routing',
            'Runners', 'agent_env', 'fill_argv', 'session_file', 'output_tail', 'agent_event', 'agent_summary',
            'osc_notification', 'announce', 'AgentAborted', 'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner',
            'saved_rounds', 'rounds_messages', 'git']
 
 # %% ../../nbs/16_agents.runners.ipynb #34c6da4b
-import hashlib, json, os, re, shlex, shutil, signal, socket, stat, subprocess, sys, tempfile, threading, time, tomllib, weakref
+import fcntl, hashlib, json, os, re, shlex, shutil, signal, socket, stat, subprocess, sys, tempfile, threading, time, tomllib, weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +21,7 @@ from fastcore.basics import patch
 from fastcore.ansi import strip_ansi
 from ..errors import *
 from .store import (SessionStore, check_id, tmux_name, contract, ancestors, failed, LIVE, FINISHED, ERROR, NEEDS_INPUT,
-                                   TASK_TYPES, read_text, write_text)
+                                   TASK_TYPES, read_text, write_text, write_new)
 
 # %% ../../nbs/16_agents.runners.ipynb #55a4e620
 def proc_start(pid:int) -> str:
@@ -108,6 +110,7 @@ class AgentSpec:
     busy: str = ''            # regex: the CLI is at work
     reply: str = ''           # how a line of its answer starts on the screen (for a result read from the screen)
     screens: tuple = ()       # screens met before the prompt: dict(match=regex, keys=[tmux keys], worktree=bool) answers one, dict(match=..., ask=True) asks the user
+                              # (trust='claude-code'|'codex': a folder trust dialog, answered only when the user trusts the project in that CLI itself)
     ready_timeout: float = 60 # seconds until its prompt shows (time spent waiting on the user not counted)
 
     def argv(self, in_tmux:bool) -> list: return list(self.command if in_tmux or not self.headless else self.headless)
@@ -116,11 +119,11 @@ class AgentSpec:
 _CC_READY = r'(?m)^❯[\s\u00a0]*$'  # Claude Code's prompt line with nothing typed (measured with 2.1.332)
 BUILTIN_AGENTS = {
     'claude-code': AgentSpec('claude-code', ['claude'], ['claude', '-p', '{prompt}'], ready=_CC_READY, busy=r'esc to interrupt', reply='● ',
-        screens=(dict(match=r'Yes, I trust this folder', keys=['Down', 'Enter'], worktree=True, ask=False),  # (its default: "No, exit")
+        screens=(dict(match=r'Yes, I trust this folder', keys=['Down', 'Enter'], worktree=True, ask=False, trust='claude-code'),  # (its default: "No, exit")
                  dict(match=r'Detected a custom API key|Choose the text style|Select login method|Please run /login|'
                             r'[Nn]ew MCP servers? found|Security notes:|Use Claude Code.s terminal setup', keys=[], worktree=False, ask=True))),
     'codex': AgentSpec('codex', ['codex', '{prompt}'], ['codex', 'exec', '{prompt}'], busy=r'[Ee]sc to interrupt',
-        screens=(dict(match=r'allow Codex to work in this folder|Do you trust the contents of this directory', keys=['Enter'], worktree=True, ask=False),
+        screens=(dict(match=r'allow Codex to work in this folder|Do you trust the contents of this directory', keys=['Enter'], worktree=True, ask=False, trust='codex'),
                  dict(match=r'Sign in with ChatGPT|Provide your own API key', keys=[], worktree=False, ask=True))),
     'aider': AgentSpec('aider', ['aider'], ['aider', '--yes-always', '--message', '{prompt}'], ready=r'(?m)^(\w+ )?>$',
         screens=(dict(match=r'Add \.aider\* to \.gitignore', keys=['y', 'Enter'], worktree=True, ask=False),
@@ -128,22 +131,103 @@ BUILTIN_AGENTS = {
 
 _AGENT_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$')
 
+def config_home() -> Path:
+    "The user's configuration folder: `$XDG_CONFIG_HOME`, else ~/.config"
+    return Path(os.environ.get('XDG_CONFIG_HOME') or Path.home() / '.config')
+
+def project_agents_file(root) -> Path:
+    "The project's own agents file, `ROOT/.scope/agents.toml` (absolute: its trust is recorded by this path)"
+    return Path(root).resolve() / '.scope' / 'agents.toml'
+
 def agents_config_paths(root, extra=None) -> list:
     "The agent configuration files read, in order (later ones win)"
-    cfg = Path(os.environ.get('XDG_CONFIG_HOME') or Path.home() / '.config')
-    return [cfg / 'headlesnb' / 'agents.toml', Path(root) / '.scope' / 'agents.toml'] + ([Path(extra)] if extra else [])
+    return [config_home() / 'headlesnb' / 'agents.toml', project_agents_file(root)] + ([Path(extra)] if extra else [])
 
-_CONFIGS = {}  # path -> (mtime_ns, size, parsed): a spawn re-reads a configuration file only when it changed
+class UntrustedConfigError(BadArgumentError):
+    "A project's own `.scope/agents.toml` that the user has not trusted as it is now: nothing of it is used"
 
-def _config(p:Path):
-    try: st = p.stat()
-    except OSError: return None
-    hit = _CONFIGS.get(p)
-    if hit and hit[:2] == (st.st_mtime_ns, st.st_size): return hit[2]
-    try: d = tomllib.loads(p.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e: raise CorruptFileError(f"{p}: not valid TOML: {e}") from None
-    _CONFIGS[p] = (st.st_mtime_ns, st.st_size, d)
+def trust_path() -> Path:
+    "Where the user's trust in project agents files is recorded: path -> SHA-256 of the content they trusted"
+    return config_home() / 'headlesnb' / 'trusted.json'
+
+def _trusted() -> dict:
+    p = trust_path()
+    try: d = json.loads(p.read_bytes())
+    except FileNotFoundError: return {}
+    except (OSError, ValueError) as e: raise CorruptFileError(f"{p}: cannot read the trusted agents files: {e}: fix or remove it, then `headlesnb trust` again") from None
+    if not isinstance(d, dict) or not all(isinstance(v, str) for v in d.values()):
+        raise CorruptFileError(f'{p}: not {{"PATH": "SHA-256", ...}}: fix or remove it, then `headlesnb trust` again')
     return d
+
+def _untrusted(p:Path, changed:bool) -> UntrustedConfigError:
+    return UntrustedConfigError(
+        f"{p} is this project's own agents file and you have not trusted it" + (" as it is now (it changed since you did)" if changed else '') +
+        ": such a file sets the commands agents run ([agents.NAME] command), a notify command run on every agent's state change, "
+        "the routing of tasks to agents, and keys typed into agents' screens for you, so headlesnb uses none of it and starts nothing. "
+        f"Read it; if you trust it, run `headlesnb trust` in {p.parent.parent} (or move the settings you want into "
+        f"{agents_config_paths(p.parent.parent)[0]}, which is yours and always read)")
+
+_CONFIGS = {}  # SHA-256 of a file's content -> its parsed TOML: a file is parsed again only when it changed
+
+def _config(p:Path, need_trust:bool=False):
+    "The parsed TOML of file `p` (None when there is none); `need_trust`: UntrustedConfigError unless the user trusts this very content"
+    try: data = p.read_bytes()
+    except (FileNotFoundError, NotADirectoryError): return None
+    except OSError as e: raise CorruptFileError(f"{p}: cannot read it: {e}") from None
+    digest = hashlib.sha256(data).hexdigest()  # (what is checked is what is parsed: the bytes are read once)
+    if need_trust and (known := _trusted().get(str(p))) != digest: raise _untrusted(p, known is not None)
+    if digest not in _CONFIGS:
+        try: _CONFIGS[digest] = tomllib.loads(data.decode('utf-8'))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e: raise CorruptFileError(f"{p}: not valid TOML: {e}") from None
+    return _CONFIGS[digest]
+
+def _configs(root, extra=None):
+    "(path, parsed) of each agents file there is, in order: the project's own only once the user trusts it (the others are the user's choice)"
+    project = project_agents_file(root)
+    chosen = bool(extra) and Path(extra).resolve() == project  # (named by the user: theirs)
+    for p in agents_config_paths(root, extra):
+        if (d := _config(p, need_trust=p == project and not chosen)) is not None: yield p, d
+
+@contextmanager
+def _trust_lock():
+    "The user's trust file to themselves: two `headlesnb trust` at once lose neither's record"
+    d = trust_path().parent
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d / '.trusted.lock', os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally: os.close(fd)
+
+def _save_trusted(t:dict):
+    "Replace the trust file atomically (durable, readable by the user only)"
+    p = trust_path()
+    tmp = p.parent / f'.{p.name}.{os.getpid()}.{time.monotonic_ns()}.tmp'
+    write_new(tmp, json.dumps(t, indent=1, sort_keys=True) + '\n', durable=True, mode=0o600)
+    try: os.replace(tmp, p)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+def trust_agents_file(root, revoke:bool=False) -> dict:
+    """Trust `root`'s own `.scope/agents.toml` as it is now (`revoke`: trust it no more): `{'path', 'sha256', 'text', 'changed'}`.
+    For a person at the command line (`headlesnb trust`), who reads `text`: no tool of an agent calls it"""
+    p = project_agents_file(root)
+    with _trust_lock():
+        t = _trusted()
+        if revoke:
+            old = t.pop(str(p), None)
+            if old is not None: _save_trusted(t)
+            return dict(path=str(p), sha256=old or '', text='', changed=old is not None)
+        try: data = p.read_bytes()
+        except FileNotFoundError: raise NotFoundError(f"{p} does not exist: no project agents file to trust there (run it in the project, or give --project)") from None
+        except OSError as e: raise CorruptFileError(f"{p}: cannot read it: {e}") from None
+        try: text = data.decode('utf-8'); tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e: raise CorruptFileError(f"{p}: not valid TOML: {e}: fix it, then trust it") from None
+        digest = hashlib.sha256(data).hexdigest()
+        changed = t.get(str(p)) != digest
+        if changed: t[str(p)] = digest; _save_trusted(t)
+        return dict(path=str(p), sha256=digest, text=text, changed=changed)
 
 def _line_of(p:Path, value:str) -> str:
     "'line N' of the first line of file `p` holding `value` (as written in TOML, literally or escaped), else ''"
@@ -181,9 +265,7 @@ def _spec(p:Path, name:str, a:dict) -> AgentSpec:
 def load_agents(root, extra=None) -> dict:
     "Every command agent: the built-in ones and those of the configuration files"
     res = dict(BUILTIN_AGENTS)
-    for p in agents_config_paths(root, extra):
-        d = _config(p)
-        if d is None: continue
+    for p, d in _configs(root, extra):
         agents = d.get('agents') or {}
         if not isinstance(agents, dict): raise CorruptFileError(f"{p}: agents must be tables [agents.NAME] (each with command = [...]), not a {type(agents).__name__}")
         for name, a in agents.items():
@@ -194,9 +276,8 @@ def load_agents(root, extra=None) -> dict:
 def load_notify(root, extra=None) -> list|None:
     "The `notify = [\"program\", \"arg\", ...]` command of the configuration files (the last one set wins), None when none is"
     res = None
-    for p in agents_config_paths(root, extra):
-        d = _config(p)
-        if d is None or 'notify' not in d: continue
+    for p, d in _configs(root, extra):
+        if 'notify' not in d: continue
         v = d['notify']
         if not (isinstance(v, list) and v and all(isinstance(x, str) for x in v)):
             raise CorruptFileError(f'{p}: notify = ["program", "arg", ...] (it gets the agent\'s id, state and summary as three more arguments)')
@@ -206,9 +287,7 @@ def load_notify(root, extra=None) -> list|None:
 def load_routing(root, extra=None) -> dict:
     "task type -> `{'agent', 'model'}` from the `[routing.TYPE]` tables of the configuration files (later files win, key by key)"
     res = {}
-    for p in agents_config_paths(root, extra):
-        d = _config(p)
-        if d is None: continue
+    for p, d in _configs(root, extra):
         routing = d.get('routing') or {}
         if not isinstance(routing, dict): raise CorruptFileError(f"{p}: routing must be tables [routing.TYPE]")
         for t, r in routing.items():
