@@ -51,17 +51,26 @@ def _headers(scope) -> dict:
     "The request's headers (latin-1 text, lower-case names; a repeated header keeps its last value)"
     return {k.decode('latin-1').lower(): v.decode('latin-1') for k, v in scope.get('headers') or []}
 
+_ONCE = ('host', 'origin', 'sec-fetch-site', 'authorization', 'x-headlesnb-token')  # what the guard decides by: two of one are refused, never one picked
+
+def _repeated(scope) -> str|None:
+    "The first header of `_ONCE` the request carries more than once (a proxy in front that appended its own Host, a forged request)"
+    names = [k.decode('latin-1').lower() for k, _ in scope.get('headers') or []]
+    return next((n for n in _ONCE if names.count(n) > 1), None)
+
 _SAFE_HEADERS = [(b'x-content-type-options', b'nosniff'), (b'referrer-policy', b'no-referrer'),
                  (b'x-frame-options', b'DENY'), (b'cross-origin-resource-policy', b'same-origin')]
 
 class Guard:
     "ASGI middleware: only the server's own clients get through (Host, Origin, fetch metadata, token, method); bodies are capped"
     def __init__(self, app, host:str='127.0.0.1', port:int|None=None, allow_hosts=(), token:str|None=None,
-                 max_body:int=MAX_BODY, methods=('GET', 'HEAD', 'POST'), name:str='headlesnb', log=None, body_types=None):
+                 max_body:int=MAX_BODY, methods=('GET', 'HEAD', 'POST'), name:str='headlesnb', log=None, body_types=None,
+                 limit_option:str|None=None):  # the command-line option that raises `max_body`, named in a 413
         if not is_loopback(host) and not token:
             raise BadArgumentError(f"{name} on {host} (not loopback) needs a token: anyone who reaches the port could run code. "
                                    f"Pass --token (or set the environment variable), or bind 127.0.0.1")
         self.app, self.port, self.token, self.max_body, self.name = app, port, token, max_body, name
+        self.too_big = f" ({max_body / 2**20:g} MB): send a smaller body" + (f", or restart {name} with a larger {limit_option}" if limit_option else '')
         self.methods = {m.upper() for m in methods}
         self.body_types = body_types and {t.lower() for t in body_types}  # the media types a POST body may have (None: any)
         self.any_host = '*' in allow_hosts
@@ -94,6 +103,8 @@ class Guard:
 @patch
 def check(self:Guard, scope) -> tuple|None:
     "Why this request or handshake is refused, as (status, reason), or None to let it through"
+    if (twice := _repeated(scope)):  # (RFC 9112 §3.2: a request with two Host headers is answered 400)
+        return 400, f"the request carries more than one {twice.title()} header: a request has at most one; send it once"
     h, port = _headers(scope), self.port or (scope.get('server') or (None, 80))[1]
     if not self.host_ok(h.get('host', ''), port):
         return 421, f"Host {h.get('host', '')[:100]!r} is not this server's (DNS rebinding?): use http://{self.home}:{port} or allow the name explicitly"
@@ -198,7 +209,7 @@ async def __call__(self:Guard, scope, receive, send):
         cl = h.get('content-length')
         if cl is not None and (not cl.strip().isdigit()): bad = 400, f"bad Content-Length {cl[:40]!r}"
         elif cl is not None and int(cl) > self.max_body:
-            bad = 413, f"the request body is {int(cl):,} bytes; the limit is {self.max_body:,}"
+            bad = 413, f"the request body is {int(cl):,} bytes; the limit is {self.max_body:,}{self.too_big}"
     if bad is not None:
         status, msg = bad
         self.log(f"refused {what} ({status}): {msg}")
@@ -228,7 +239,7 @@ def _capped(self:Guard, scope, receive, send, what:str) -> tuple:
                 st['refused'] = True
                 self.log(f"refused {what} (413): the request body passed the limit of {self.max_body:,} bytes")
                 if not st['started']:
-                    await _reply(send, 413, f"the request body is over the limit of {self.max_body:,} bytes")
+                    await _reply(send, 413, f"the request body is over the limit of {self.max_body:,} bytes{self.too_big}")
                 return {'type': 'http.disconnect'}
         return msg
     return receive2, send2
@@ -266,10 +277,11 @@ def _render(s:str) -> str:
     except Exception: out = '<pre>' + html.escape(s) + '</pre>'  # (a renderer bug must not cost the page)
     return sanitize_html(out)
 
-def render_markdown(s:str) -> str:
-    "Markdown rendered to HTML (raw HTML in it allowed through), then sanitised; texts under 64 kB are remembered (a page draws them again and again)"
+def render_markdown(s:str, cache:bool=True) -> str:
+    """Markdown rendered to HTML (raw HTML in it allowed through), then sanitised; texts under 64 kB are remembered (a page
+    draws them again and again), unless `cache` is False (a reply drawn as it streams is never drawn the same twice)"""
     s = s if isinstance(s, str) else ''
-    return _render(s) if len(s) < 65536 else _render.__wrapped__(s)
+    return _render(s) if cache and len(s) < 65536 else _render.__wrapped__(s)
 
 # %% ../../nbs/21a_fronts.security.ipynb #820932a7
 FRAME_PATH = '/_frame'  # the one document every output frame loads; its output comes from the page (below)

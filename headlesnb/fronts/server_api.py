@@ -49,6 +49,8 @@ def read_msg_(self:DhServer, f:Form):
         if mid and relative: self.dm.msg_idx(mid, dialog_name=name)  # an unknown id is an error (this raises it)...
         return {'msg': None}  # ...past either end of the dialog is "no message"
     d = wire_msg(m)
+    if d['run'] and d['msg_type'] == 'prompt' and (so_far := self.replies.so_far(name).get(d['id'])) is not None:
+        d['output'] = so_far  # its reply as far as it has streamed (the whole one is stored when it ends)
     if rng: d['content'] = line_range(d['content'], rng)
     if f.bool('nums'): d['content'] = number_lines(d['content'], rng[0] if rng else 1)
     return d
@@ -296,23 +298,28 @@ def workspace_(self:DhServer, f:Form):
 # %% ../../nbs/23a_fronts.server_api.ipynb #0a9dca14
 def _as_json(v): return v if isinstance(v, (dict, list)) else {'result': v}
 
+def _unconfigured(what:str, arg:str) -> NotConfigured:
+    "The 501 of a feature this server has no backend for, in the terms of whoever meets it: serve has none, a program may give one"
+    return NotConfigured(f"{what} is not configured here: headlesnb serve has no {what} backend (a program serving dialogs can "
+                         f"give one with build_app({arg}=...)); add what you found elsewhere to the dialog as a note")
+
 @endpoint()
 def search_(self:DhServer, f:Form):
-    if not self.search: raise NotConfigured("web search is not configured on this headlesnb server (pass search= to build_app)")
+    if not self.search: raise _unconfigured('web search', 'search')
     q = f.get('q')
     if not q: raise BadArgumentError("no query given (q)")
     return _as_json(self.search(q))
 
 @endpoint()
 def searches_(self:DhServer, f:Form):
-    if not self.search: raise NotConfigured("web search is not configured on this headlesnb server (pass search= to build_app)")
+    if not self.search: raise _unconfigured('web search', 'search')
     qs = f.list('searches')
     if not qs: raise BadArgumentError("no queries given (searches)")
     return {'results': [self.search(q) for q in qs]}
 
 @endpoint()
 def web_answer_(self:DhServer, f:Form):
-    if not self.web_answer: raise NotConfigured("web answers are not configured on this headlesnb server (pass web_answer= to build_app)")
+    if not self.web_answer: raise _unconfigured('web answer', 'web_answer')
     pr, qs = f.get('pr'), f.list('qs')
     if not pr or not qs: raise BadArgumentError("web_answer needs a prompt (pr) and queries (qs)")
     return _as_json(self.web_answer(pr, qs, f.int('page_chars', 50000)))
