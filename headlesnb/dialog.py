@@ -7,7 +7,7 @@ __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg
            'apply_fields', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
-import json, keyword, re, shutil, subprocess, threading
+import json, keyword, os, re, shutil, subprocess, threading
 from copy import deepcopy
 from fastcore.basics import patch
 from aidialog.dialog import Message
@@ -628,31 +628,44 @@ def run_dialog_code(self:DialogManager, src_dialog:str, dialog_name:str|None=Non
     return dict(ran=len(codes), errors=errors)
 
 _WS_LOCK = re.compile(r'\..+\.workspace\.json\.lock')
+_MARKED = "a notebook is a dialog only when its metadata marks it one, with the `solveit` key Solveit and headlesnb write"
+
+def _why_not_dialog(path) -> str|None:
+    """Why the file at `path` is not a dialog, or None if it is one: a notebook whose metadata has Solveit's `solveit` key (or
+    its older `solveit_dialog_mode`, `solveit_ver`). A plain Jupyter notebook is source; a link is not followed"""
+    try: nb = parse_nb(read_regular(path, flags=getattr(os, 'O_NOFOLLOW', 0)), path)
+    except OSError as e: return f"it cannot be read ({e.strerror or e})"
+    except (HeadlesnbError, ValueError, TypeError): return "it is not a notebook"  # (what cannot be read as one is not a dialog)
+    return None if any(k == 'solveit' or k.startswith('solveit_') for k in nb['metadata']) else "it is a Jupyter notebook, not a dialog"
 
 def _not_dialogs(folder, limit:int=3) -> list:
-    """Up to `limit` entries under `folder` (relative names) that are neither dialogs (`.ipynb`), their workspace state
+    """Up to `limit` entries under `folder` (relative names) that are neither dialogs (`_why_not_dialog`), their workspace state
     (`.workspace.json`, and the `.<name>.workspace.json.lock` its writer holds) nor folders of those; other hidden ones (`.git`)
     never are, as `dialog_files` lists none"""
     bad = [folder.name] if folder.name.startswith('.') else []
     for p in sorted(folder.rglob('*')):
         if len(bad) >= limit: break
         if p.is_dir() and not p.is_symlink() and not p.name.startswith('.'): continue  # (a folder's files are judged one by one)
-        if not (_WS_LOCK.fullmatch(p.name) or not p.name.startswith('.') and p.name.endswith(('.ipynb', '.workspace.json'))):
-            bad.append(str(p.relative_to(folder)))
+        if _WS_LOCK.fullmatch(p.name) or not p.name.startswith('.') and p.name.endswith('.workspace.json'): continue
+        if p.name.startswith('.') or not p.name.endswith('.ipynb') or _why_not_dialog(p): bad.append(str(p.relative_to(folder)))
     return bad
 
 @patch
 def remove_dialog(self:DialogManager, dialog_name:str) -> dict:
     """Delete dialog `dialog_name` (its .ipynb and workspace state), or a folder holding only dialogs (and their workspace
-    state), closing whatever is open in it; a folder holding anything else is refused, nothing deleted"""
+    state), closing whatever is open in it; anything else (a plain Jupyter notebook, a folder holding one or any other file)
+    is refused, naming it, and nothing is deleted"""
     check_name(dialog_name, 'dialog name')
     file, folder = self.resolve(f'{dialog_name}.ipynb', 'dialog path'), self.resolve(dialog_name, 'dialog path')
     if file.is_file(): target = file
     elif folder.is_dir() and folder != self.root: target = folder
     else: raise NotFoundError(f"no dialog or folder {dialog_name!r}")
-    if target.is_dir() and (bad := _not_dialogs(target)):
-        raise BadArgumentError(f"cannot delete folder {self.rel(target)!r}: it holds more than dialogs ({', '.join(bad)}{', ...' if len(bad) == 3 else ''}); "
-                               "delete its dialogs one by one, or the folder with your file manager")
+    if target.is_file() and (why := _why_not_dialog(target)):
+        raise BadArgumentError(f"cannot delete {self.rel(target)!r}: {why}; {_MARKED}; delete it with your file manager")
+    if target.is_dir() and (bad := _not_dialogs(target, 4)):  # (three named, and whether there are more)
+        raise BadArgumentError(f"cannot delete folder {self.rel(target)!r}: it holds more than dialogs ({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''})"
+                               + (f"; {_MARKED}" if any(b.endswith('.ipynb') for b in bad) else '')
+                               + "; delete its dialogs one by one, or the folder with your file manager")
     for it in list(self._items.values()):
         if it.path == target or (target.is_dir() and it.path.is_relative_to(target)): self.unuse_dialog(it.name)
     if target.is_dir(): shutil.rmtree(target)
@@ -777,7 +790,8 @@ _BAD_TOOL = "the API takes tool names of 1-128 ASCII letters, digits, '_' or '-'
 def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None, on_text=None,
                    thinking:int|None=None, max_rounds:int|None=None) -> dict:
     """Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta (a `run_error` of an earlier
-    try is cleared). `interrupt` stops it between streamed chunks or rounds: the reply so far is stored, marked `interrupted`"""
+    try is cleared). `interrupt` stops it between streamed chunks or rounds: the reply so far is stored, marked `interrupted`.
+    An API failure (`LLMError`, raised) stores the reply so far too (tools may have run), with the failure as its `run_error`"""
     from headlesnb.llm import run_tool_loop, TOOL_NAME_RE
     if max_rounds is not None: check_int(max_rounds, 'max_rounds', 1)
     it, mid, m, above = self._prompt(dialog_name, msg_id)
@@ -795,22 +809,28 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
         ctx = self._context(it.name, m, above)
         host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
         call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, n, fn, args)
-        res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
-                            on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)),
-                            stop=lambda: stop.is_set() or (run is not None and run.stop_asked))
+        failed = None
+        try: res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
+                                 on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)),
+                                 stop=lambda: stop.is_set() or (run is not None and run.stop_asked))
+        except LLMError as e:  # (its `partial`: the rounds done and the text streamed before the failure)
+            if (res := getattr(e, 'partial', None)) is None: raise
+            failed = e
     finally: it.state['prompts'].discard(stop)
     reply = reply_markdown(res.rounds)
     usage = dict(res.reply.usage, model=res.reply.model)
     stopped = res.reply.stop_reason == 'interrupted'
     ans = dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
                tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],
-               missing_tools=[n for n in names if n not in tools and n not in bad], bad_tools=bad, stored=bool(reply) or not stopped)
+               missing_tools=[n for n in names if n not in tools and n not in bad], bad_tools=bad, stored=bool(reply) or not (stopped or failed))
     if stopped: ans['status'] = 'interrupted'  # (as an interrupted cell's: its run ends 'interrupted')
-    if not ans['stored']: return ans  # interrupted before a word came: the prompt keeps its earlier reply
-    with self.edit(it.name, strict=False) as it:
-        try: cell = it.doc.cell(mid)
-        except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
-        meta = {'usage': usage, 'run_error': None, 'interrupted': True if stopped else None}  # (None: cleared)
-        new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta=meta, time_run=utc_now())))
-        it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
+    if ans['stored']:  # (interrupted, or failed, before a word came: the prompt keeps its earlier reply)
+        with self.edit(it.name, strict=False) as it:
+            try: cell = it.doc.cell(mid)
+            except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
+            meta = {'usage': usage, 'run_error': f'{type(failed).__name__}: {failed}' if failed else None,  # (None: cleared)
+                    'interrupted': True if stopped else None}
+            new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta=meta, time_run=utc_now())))
+            it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
+    if failed: raise failed
     return ans

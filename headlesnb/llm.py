@@ -174,8 +174,24 @@ def usage_dict(u) -> dict:
     "The four `USAGE_KEYS` of an SDK `Usage` (missing ones as 0)"
     return {k: getattr(u, k, None) or 0 for k in USAGE_KEYS}
 
+def _broke_off(e:BaseException) -> bool:
+    "Whether `e` is an HTTP transport failure mid-stream: a `TransportError` of the SDK's HTTP library (httpx, or httpx2 in newer SDKs)"
+    return any(c.__name__ == 'TransportError' and c.__module__.split('.')[0] in ('httpx', 'httpx2') for c in type(e).__mro__)
+
+def _advice(e:BaseException, status:int|None, typ:str|None) -> str:
+    "What to do about API failure `e` (HTTP `status`, API error type `typ`); '' when its message says it all (a bad request)"
+    import anthropic
+    if status == 429 or typ == 'rate_limit_error': return 'the rate limit was reached: wait a minute, then run the prompt again'
+    if status == 529 or typ == 'overloaded_error': return 'the API is overloaded: run the prompt again later'
+    if status in (401, 403): return 'check the API key (ANTHROPIC_API_KEY)'
+    if status is not None and (status >= 500 or status < 400): return 'the API failed: run the prompt again later'  # (< 400: an error event mid-stream)
+    if isinstance(e, anthropic.APITimeoutError): return 'run the prompt again later'
+    if isinstance(e, anthropic.APIConnectionError): return 'check the network, and ANTHROPIC_BASE_URL if it is set'
+    if _broke_off(e): return 'run the prompt again'
+    return ''
+
 def llm_error(e:BaseException, base_url:str|None=None) -> LLMError:
-    "An `LLMError` describing an SDK exception `e` (with `status` and `error_type` attributes)"
+    "An `LLMError` describing an SDK exception `e` and what to do about it (with `status` and `error_type` attributes)"
     import anthropic
     status = typ = None
     if isinstance(e, anthropic.APIStatusError):
@@ -186,7 +202,9 @@ def llm_error(e:BaseException, base_url:str|None=None) -> LLMError:
     elif isinstance(e, anthropic.APITimeoutError): s = f'Anthropic API request timed out ({base_url or "default endpoint"})'
     elif isinstance(e, anthropic.APIConnectionError):
         s = f'cannot reach the Anthropic API at {base_url or "its default endpoint"}: {e.__cause__ or e}'
+    elif _broke_off(e): s = f'the connection to the Anthropic API broke off mid-reply ({type(e).__name__}: {e})'
     else: s = f'Anthropic API call failed: {type(e).__name__}: {e}'
+    if (todo := _advice(e, status, typ)): s += f'; {todo}'
     err = LLMError(s)
     err.status, err.error_type = status, typ
     return err
@@ -404,11 +422,27 @@ def _awaited(res):
     except RuntimeError: return asyncio.run(wait())
     with concurrent.futures.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, wait()).result()
 
-def _run_call(block, tools, call_tool, max_result) -> ToolCall:
+def _takes_any(fn) -> bool:
+    "Whether `fn` takes keyword arguments it does not name (`**kw`), or its signature cannot be read"
+    try: return any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError): return True
+
+def _bad_args(name:str, fn, schema:dict, inp:dict) -> str|None:
+    "Why the arguments `inp` of a call to tool `name` do not fit it, in the tool's own terms (its schema), or None"
+    s = schema.get('input_schema') or {}
+    props = s.get('properties') or {}
+    def arg(a): return f'`{a}`' + (f" (one of {', '.join(map(repr, e))})" if (e := (props.get(a) or {}).get('enum')) else '')
+    if (missing := [a for a in s.get('required') or () if a not in inp]):
+        return f"{name}: {', '.join(map(arg, missing))} {'is' if len(missing) == 1 else 'are'} required"
+    if callable(fn) and (extra := [a for a in inp if a not in props]) and not _takes_any(fn):  # (a kernel's tool, a schema here: it says so itself)
+        return f"{name}: no argument {', '.join(f'`{a}`' for a in extra)}; its arguments are {', '.join(map(arg, props)) or 'none'}"
+
+def _run_call(block, tools, schemas, call_tool, max_result) -> ToolCall:
     name, inp = block.get('name'), block.get('input') or {}
     tc = ToolCall(block.get('id'), name, inp, '', False)
     if name not in tools: tc.result, tc.is_error = f'unknown tool: {name!r}', True; return tc
     fn = tools[name]
+    if (why := _bad_args(name, fn, schemas[name], inp)): tc.result, tc.is_error = why, True; return tc
     try:
         if call_tool is not None: res = call_tool(name, fn, inp)
         elif not callable(fn): raise LLMError(f'tool {name!r} has only a schema: pass call_tool to run it')
@@ -447,25 +481,31 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
     (stop reason 'interrupted': the text streamed so far is kept as the last round, tools it called are not run)"""
     if max_rounds < 1: raise BadArgumentError(f'max_rounds must be at least 1, got {max_rounds}')
     tools = _tool_dict(tools)
-    schemas = [tool_schema(fn, name=n) for n, fn in tools.items()] or None
+    schemas = {n: tool_schema(fn, name=n) for n, fn in tools.items()}
     transcript, rounds, calls, total, said = [], [], [], empty_usage(), []
-    def text(t):  # a streamed chunk: shown, kept, and where a stop asked for ends the request
+    def text(t):  # a streamed chunk: shown, kept (what a request cut short said), and where a stop asked for ends the request
         said.append(t)
         if on_text: on_text(t)
-        if stop(): raise _Stopped()
+        if stop and stop(): raise _Stopped()
+    def cut(why):  # the round of a request cut short: the text it streamed
+        s = ''.join(said)
+        return dict(content=[{'type': 'text', 'text': s}] if s.strip() else [], tool_calls=[], stop_reason=why, usage=empty_usage())
+    def so_far(why):  # the result of a loop ended in the middle: its reply is the text of a request cut short, if any
+        content = rounds[-1]['content'] if rounds and rounds[-1]['stop_reason'] == why else []
+        return LoopResult(LLMReply(reply_text(content), content, why, total, reply.model if reply else client.model), rounds, calls, transcript)
     reply = None
     while True:
         if stop and stop(): break
         req = list(messages) + transcript
         if tail is not None and (t := tail()): req = with_tail(req, t)
         said.clear()
-        try: reply = client.complete(system, req, schemas, on_text=text if stop else on_text, thinking=thinking)
+        try: reply = client.complete(system, req, list(schemas.values()) or None, on_text=text, thinking=thinking)
         except _Stopped:
-            rounds.append(dict(content=[{'type': 'text', 'text': ''.join(said)}] if ''.join(said).strip() else [],
-                               tool_calls=[], stop_reason='interrupted', usage=empty_usage()))
+            rounds.append(cut('interrupted'))
             break
         except LLMError as e:
-            e.partial = LoopResult(None, rounds, calls, transcript)  # what was done before the failure
+            if said: rounds.append(cut('error'))
+            e.partial = so_far('error')  # what was done (and said) before the failure
             raise
         add_usage(total, reply.usage)
         if reply.content: transcript.append({'role': 'assistant', 'content': reply.content})
@@ -476,12 +516,10 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
             not_run = 'the prompt was interrupted' if halted else f'the tool loop stopped after max_rounds={max_rounds} requests'
             round_calls = [ToolCall(b.get('id'), b.get('name'), b.get('input') or {}, f'not run: {not_run}', True) for b in uses]
             why = 'interrupted' if halted else 'max_rounds'
-        else: round_calls = [_run_call(b, tools, call_tool, max_result) for b in uses]
+        else: round_calls = [_run_call(b, tools, schemas, call_tool, max_result) for b in uses]
         if round_calls: transcript.append({'role': 'user', 'content': [_result_block(tc) for tc in round_calls]})
         rounds.append(dict(content=reply.content, tool_calls=round_calls, stop_reason=reply.stop_reason, usage=reply.usage))
         calls += round_calls
         if not uses or last or halted:
             return LoopResult(dataclasses.replace(reply, usage=total, stop_reason=why), rounds, calls, transcript)
-    content = rounds[-1]['content'] if rounds and rounds[-1]['stop_reason'] == 'interrupted' else []
-    final = LLMReply(reply_text(content), content, 'interrupted', total, reply.model if reply else client.model)
-    return LoopResult(final, rounds, calls, transcript)
+    return so_far('interrupted')

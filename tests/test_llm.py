@@ -1,5 +1,6 @@
 """headlesnb.llm against the real `anthropic` SDK talking to a fake Messages API server on 127.0.0.1."""
-import json, threading
+import json, socket, threading
+from contextlib import contextmanager
 
 import anthropic
 import pytest
@@ -334,5 +335,60 @@ def test_loop_failure_keeps_partial_result(fake):
     fake.add({'tool_calls': [('add', {'a': 1, 'b': 1})]}, FakeAnthropic.error(529))
     with pytest.raises(LLMError, match='529') as ei: run_tool_loop(client(fake), '', Q, tools=[add])
     part = ei.value.partial
-    assert part.reply is None and [tc.result for tc in part.tool_calls] == ['2']
+    assert part.reply.stop_reason == 'error' and [tc.result for tc in part.tool_calls] == ['2']
     assert [m['role'] for m in part.messages] == ['assistant', 'user']
+
+
+# ---- API failures (serve audit #4, #10): what to do is said, and what streamed before a failure is kept
+
+@contextmanager
+def cut_stream(text):
+    "A Messages API that starts streaming a reply of `text`, then drops the connection (a cut stream): its URL"
+    from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+    events = list(FakeAnthropic()._events({'model': 'm', 'messages': []}, text))[:4]  # message_start, ping, the block's start and first text
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = 'HTTP/1.1'
+        def log_message(self, *a): pass
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get('content-length') or 0))
+            self.send_response(200); self.send_header('content-type', 'text/event-stream'); self.send_header('transfer-encoding', 'chunked')
+            self.end_headers()
+            for name, data in events:
+                d = f'event: {name}\ndata: {json.dumps(data)}\n\n'.encode()
+                self.wfile.write(f'{len(d):X}\r\n'.encode() + d + b'\r\n'); self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR); self.close_connection = True
+    srv = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
+    try: yield f'http://127.0.0.1:{srv.server_address[1]}'
+    finally: srv.shutdown(); srv.server_close()
+
+
+@pytest.mark.parametrize('item, says', [
+    (FakeAnthropic.error(529), r'529 overloaded_error: Overloaded \(request id req_fake_\d+\); the API is overloaded: run the prompt again later$'),
+    (FakeAnthropic.error(429), r'429 rate_limit_error: .*; the rate limit was reached: wait a minute, then run the prompt again$'),
+    (FakeAnthropic.error(500), r'500 api_error: .*; the API failed: run the prompt again later$'),
+    ({'text': 'so far', 'stream_error': {'type': 'overloaded_error', 'message': 'Overloaded'}},
+     r'while streaming overloaded_error: Overloaded \(request id req_fake_\d+\); the API is overloaded: run the prompt again later$'),
+    (FakeAnthropic.error(401), r'401 authentication_error: .*; check the API key \(ANTHROPIC_API_KEY\)$')])
+def test_api_errors_say_what_to_do(fake, item, says):
+    fake.add(item)
+    with pytest.raises(LLMError, match=says): client(fake).complete('', Q)
+
+
+def test_cut_stream_says_what_to_do():
+    with cut_stream('A reply that is cut off in the middle') as url:
+        said = []
+        with pytest.raises(LLMError, match=r'^the connection to the Anthropic API broke off mid-reply \(RemoteProtocolError: .*\); run the prompt again$'):
+            AnthropicClient(api_key='k', base_url=url, max_retries=0).complete('', Q, on_text=said.append)
+    assert ''.join(said) == 'A reply that '  # (the first of the reply's three chunks came before the cut)
+
+
+def test_loop_failure_keeps_the_text_streamed_before_it(fake):
+    "a stream that fails after text came: `partial` holds the rounds before it and that text, as a reply so far"
+    fake.add({'text': 'Adding.', 'tool_calls': [('add', {'a': 1, 'b': 1})]},
+             {'text': 'The sum is', 'stream_error': {'type': 'overloaded_error', 'message': 'Overloaded'}})
+    with pytest.raises(LLMError, match='overloaded') as ei: run_tool_loop(client(fake), '', Q, tools=[add])
+    part = ei.value.partial
+    assert [tc.result for tc in part.tool_calls] == ['2'] and [m['role'] for m in part.messages] == ['assistant', 'user']
+    assert [[b.get('text') for b in r['content'] if b['type'] == 'text'] for r in part.rounds] == [['Adding.'], ['The sum is']]
+    assert (part.reply.stop_reason, part.reply.text) == ('error', 'The sum is') and part.reply.usage['input_tokens'] > 0

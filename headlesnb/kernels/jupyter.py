@@ -227,6 +227,11 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
     self._queued(+1)
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._arun(code, timeout), kernel_loop()))
 
+def _py_body(code:str) -> str:
+    "`code` without a leading `%%py` line (Solveit's dialoghelper prepends it to code it runs): a Python kernel runs the body, as the in-process one does"
+    first, _, body = code.partition('\n')
+    return body if first.strip() == '%%py' else code
+
 @patch_to(JupyterKernel)
 async def _arun(self, code:str, timeout) -> RunResult:
     try:
@@ -243,7 +248,7 @@ async def _arun(self, code:str, timeout) -> RunResult:
                 msg = 'The cell was interrupted before it ran.'
                 return RunResult([{'output_type': 'error', 'ename': 'KeyboardInterrupt', 'evalue': msg, 'traceback': [f'KeyboardInterrupt: {msg}']}],
                                  None, 'interrupted', started, utc_now())
-            return await self._execute(client, code, timeout, ex)
+            return await self._execute(client, _py_body(code) if self.language == 'python' else code, timeout, ex)
         finally: self._lock.release()
     finally:
         self._stop_first = False  # (one asked for as this run ended is not the next run's)
