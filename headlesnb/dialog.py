@@ -791,7 +791,8 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
                    thinking:int|None=None, max_rounds:int|None=None) -> dict:
     """Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta (a `run_error` of an earlier
     try is cleared). `interrupt` stops it between streamed chunks or rounds: the reply so far is stored, marked `interrupted`.
-    An API failure (`LLMError`, raised) stores the reply so far too (tools may have run), with the failure as its `run_error`"""
+    An API failure (`LLMError`, raised) stores the reply so far too (tools may have run), with the failure as its `run_error`.
+    Until the reply is stored, `reply_so_far` shows it as it grows"""
     from headlesnb.llm import run_tool_loop, TOOL_NAME_RE
     if max_rounds is not None: check_int(max_rounds, 'max_rounds', 1)
     it, mid, m, above = self._prompt(dialog_name, msg_id)
@@ -799,38 +800,55 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
     bad = {n: _BAD_TOOL for n in named if not TOOL_NAME_RE.match(n)}  # (reported, never offered: the API would refuse every request)
     names = [n for n in named if n not in bad]
     stop, run = threading.Event(), _RUN.get()  # set by `interrupt`; a run carrying this prompt out stops it too (`interrupt_run`)
+    live = dict(rounds=[], said=[])  # the reply as it grows: the rounds done, the text of the one under way
+    def said(t):
+        live['said'].append(t)
+        if on_text: on_text(t)
+    def round_done(r): live['rounds'].append(r); live['said'] = []
     with it.doc.lock:
         kernel = self._kernel(it) if names else it.kernel
         it.state['current'] = mid
         it.state.setdefault('prompts', set()).add(stop)
+        it.state.setdefault('replies', {})[mid] = live
     try:
-        tools, unmade = self._kernel_tools(kernel, names) if kernel else ({}, {})
-        bad.update(unmade)
-        ctx = self._context(it.name, m, above)
-        host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
-        call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, n, fn, args)
-        failed = None
-        try: res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
-                                 on_text=on_text, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)),
-                                 stop=lambda: stop.is_set() or (run is not None and run.stop_asked))
-        except LLMError as e:  # (its `partial`: the rounds done and the text streamed before the failure)
-            if (res := getattr(e, 'partial', None)) is None: raise
-            failed = e
-    finally: it.state['prompts'].discard(stop)
-    reply = reply_markdown(res.rounds)
-    usage = dict(res.reply.usage, model=res.reply.model)
-    stopped = res.reply.stop_reason == 'interrupted'
-    ans = dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
-               tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],
-               missing_tools=[n for n in names if n not in tools and n not in bad], bad_tools=bad, stored=bool(reply) or not (stopped or failed))
-    if stopped: ans['status'] = 'interrupted'  # (as an interrupted cell's: its run ends 'interrupted')
-    if ans['stored']:  # (interrupted, or failed, before a word came: the prompt keeps its earlier reply)
-        with self.edit(it.name, strict=False) as it:
-            try: cell = it.doc.cell(mid)
-            except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
-            meta = {'usage': usage, 'run_error': f'{type(failed).__name__}: {failed}' if failed else None,  # (None: cleared)
-                    'interrupted': True if stopped else None}
-            new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta=meta, time_run=utc_now())))
-            it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
-    if failed: raise failed
-    return ans
+        try:
+            tools, unmade = self._kernel_tools(kernel, names) if kernel else ({}, {})
+            bad.update(unmade)
+            ctx = self._context(it.name, m, above)
+            host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
+            call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, n, fn, args)
+            failed = None
+            try: res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
+                                     on_text=said, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)),
+                                     stop=lambda: stop.is_set() or (run is not None and run.stop_asked), on_round=round_done)
+            except LLMError as e:  # (its `partial`: the rounds done and the text streamed before the failure)
+                if (res := getattr(e, 'partial', None)) is None: raise
+                failed = e
+        finally: it.state['prompts'].discard(stop)
+        reply = reply_markdown(res.rounds)
+        usage = dict(res.reply.usage, model=res.reply.model)
+        stopped = res.reply.stop_reason == 'interrupted'
+        ans = dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
+                   tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],
+                   missing_tools=[n for n in names if n not in tools and n not in bad], bad_tools=bad, stored=bool(reply) or not (stopped or failed))
+        if stopped: ans['status'] = 'interrupted'  # (as an interrupted cell's: its run ends 'interrupted')
+        if ans['stored']:  # (interrupted, or failed, before a word came: the prompt keeps its earlier reply)
+            with self.edit(it.name, strict=False) as it:
+                try: cell = it.doc.cell(mid)
+                except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
+                meta = {'usage': usage, 'run_error': f'{type(failed).__name__}: {failed}' if failed else None,  # (None: cleared)
+                        'interrupted': True if stopped else None}
+                new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta=meta, time_run=utc_now())))
+                it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
+        if failed: raise failed
+        return ans
+    finally:  # (once the reply is stored: a reader sees the reply so far, then the stored one, never neither)
+        if it.state['replies'].get(mid) is live: del it.state['replies'][mid]
+
+@patch
+def reply_so_far(self:DialogManager, dialog_name:str|None=None) -> dict:
+    "{prompt id: its reply so far, as it will be stored} of the dialog's prompts being answered now (text and tool blocks)"
+    it = self.item(dialog_name)
+    return {mid: reply_markdown([*list(l['rounds']), dict(content=[dict(type='text', text=''.join(list(l['said'])))], tool_calls=[])])
+            for mid, l in list(it.state.get('replies', {}).items())}
+

@@ -476,7 +476,8 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
                   thinking=None,
                   call_tool:Callable[[str, Any, dict], Any]|None=None,  # runs a call instead of `fn(**input)`
                   max_result:int=MAX_TOOL_RESULT,
-                  stop:Callable[[], bool]|None=None) -> LoopResult:  # asked between streamed text chunks and rounds: True ends the loop
+                  stop:Callable[[], bool]|None=None,  # asked between streamed text chunks and rounds: True ends the loop
+                  on_round:Callable[[dict], Any]|None=None) -> LoopResult:  # each round once done (its tools run): for a reply shown as it grows
     """Complete `messages`, running the tools the model calls, until it stops calling them, `max_rounds` is hit, or `stop()`
     (stop reason 'interrupted': the text streamed so far is kept as the last round, tools it called are not run)"""
     if max_rounds < 1: raise BadArgumentError(f'max_rounds must be at least 1, got {max_rounds}')
@@ -519,6 +520,7 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
         else: round_calls = [_run_call(b, tools, schemas, call_tool, max_result) for b in uses]
         if round_calls: transcript.append({'role': 'user', 'content': [_result_block(tc) for tc in round_calls]})
         rounds.append(dict(content=reply.content, tool_calls=round_calls, stop_reason=reply.stop_reason, usage=reply.usage))
+        if on_round: on_round(rounds[-1])
         calls += round_calls
         if not uses or last or halted:
             return LoopResult(dataclasses.replace(reply, usage=total, stop_reason=why), rounds, calls, transcript)

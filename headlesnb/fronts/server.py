@@ -6,8 +6,8 @@
 __all__ = ['MAX_PART', 'BIG_BODY', 'FORM_TYPES', 'ECHO_KEYS', 'ENDPOINTS', 'EMPTY_ERR', 'POP_WAIT', 'LOAD_WAIT', 'DATA_TTL',
            'parse_dict', 'Form', 'UnsupportedMediaType', 'UploadedFile', 'read_form', 'prompt_reply', 'wire_output',
            'wire_msg', 'parse_output', 'number_lines', 'line_range', 'trunc_mid', 'msg_xml', 'endpoint', 'DhServer',
-           'ReplyTap', 'norm_name', 'flag_value', 'NotConfigured', 'ShuttingDown', 'one_line', 'log_error',
-           'error_info', 'TextResponse', 'json_response', 'error_response', 'to_response', 'health']
+           'norm_name', 'flag_value', 'NotConfigured', 'ShuttingDown', 'one_line', 'log_error', 'error_info',
+           'TextResponse', 'json_response', 'error_response', 'to_response', 'health']
 
 # %% ../../nbs/23_fronts.server.ipynb #d97441c6
 import ast, asyncio, json, math, re, sys, traceback
@@ -23,7 +23,7 @@ from ..utils import utf8_safe
 from ..engine import Engine
 from .security import MAX_BODY
 from ..dialog import FLAGS
-from ..base import _RUN
+
 
 # %% ../../nbs/23_fronts.server.ipynb #82b5bd71
 _TRUE, _FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off', '', 'none')
@@ -232,40 +232,7 @@ class DhServer:
         self.data, self.waiters = {}, {}  # data_id -> (time, dict); data_id -> Future
         self.channels = {}        # relay channel -> {WebSocket}
         self.summaries = {}       # dialog name -> (its file's stat key, the index's summary of it)
-        self.replies = ReplyTap.onto(self.dm)  # the reply so far of each prompt being answered
         self.closing = False
-
-# %% ../../nbs/23_fronts.server.ipynb #4f3ed161
-class ReplyTap:
-    """The dialogs' LLM client, keeping the text of each prompt's reply as it streams: the engine stores a reply when it
-    is whole, and the page and `read_msg_` show it sooner (`so_far`). Everything else is the client's own."""
-    def __init__(self, client): self.__dict__.update(client=client, streams={})  # (dialog, prompt id) -> (its Run, text chunks)
-    def __getattr__(self, k): return getattr(self.client, k)
-    def __setattr__(self, k, v): setattr(self.client, k, v)
-
-    @classmethod
-    def onto(cls, dm) -> 'ReplyTap':
-        "The tap on dialog manager `dm`'s client, put there once (two servers on one engine share it)"
-        if not isinstance(dm.llm, cls): dm._llm = cls(dm.llm)
-        return dm.llm
-
-    def complete(self, system, messages, tools=None, on_text=None, thinking=None):
-        for k, (r, _) in list(self.streams.items()):
-            if r.over: self.streams.pop(k, None)  # replies stored by now (a run ends after its reply is stored)
-        run = _RUN.get()  # (a prompt is answered as a run of its message: that names the dialog and the prompt)
-        if run is None or not run.cell_id: return self.client.complete(system, messages, tools, on_text=on_text, thinking=thinking)
-        key = (run.name, run.cell_id)
-        if self.streams.get(key, (None,))[0] is not run: self.streams[key] = (run, [])
-        parts = self.streams[key][1]
-        if parts: parts.append('\n\n')  # the next round of the same prompt, after its tool calls
-        def text(t):
-            parts.append(t)
-            if on_text: on_text(t)
-        return self.client.complete(system, messages, tools, on_text=text, thinking=thinking)
-
-    def so_far(self, name:str) -> dict:
-        "{prompt id: the reply so far} of dialog `name`'s prompts being answered now"
-        return {mid: ''.join(list(parts)) for (n, mid), (r, parts) in list(self.streams.items()) if n == name and not r.over}
 
 # %% ../../nbs/23_fronts.server.ipynb #347ab32e
 def norm_name(name, what:str='dialog name') -> str:

@@ -49,7 +49,7 @@ def read_msg_(self:DhServer, f:Form):
         if mid and relative: self.dm.msg_idx(mid, dialog_name=name)  # an unknown id is an error (this raises it)...
         return {'msg': None}  # ...past either end of the dialog is "no message"
     d = wire_msg(m)
-    if d['run'] and d['msg_type'] == 'prompt' and (so_far := self.replies.so_far(name).get(d['id'])) is not None:
+    if d['run'] and d['msg_type'] == 'prompt' and (so_far := self.dm.reply_so_far(name).get(d['id'])) is not None:
         d['output'] = so_far  # its reply as far as it has streamed (the whole one is stored when it ends)
     if rng: d['content'] = line_range(d['content'], rng)
     if f.bool('nums'): d['content'] = number_lines(d['content'], rng[0] if rng else 1)

@@ -333,7 +333,7 @@ def render_msg(m:dict, so_far:str|None=None) -> str:
 
 @patch
 def render_messages(self:DhServer, name:str) -> str:
-    ms, so_far = self.dm.messages(name), self.replies.so_far(name)
+    ms, so_far = self.dm.messages(name), self.dm.reply_so_far(name)
     return ''.join(render_msg(m, so_far.get(m['id']) if m['run'] else None) for m in ms) or '<p class="empty">No messages yet.</p>'
 
 @patch
@@ -561,7 +561,7 @@ async def events(self:DhServer, req:Request):
                     shown = body
                 if time.monotonic() - drawn >= STREAM_EVERY:
                     drawn = time.monotonic()
-                    for mid, text in self.replies.so_far(name).items():
+                    for mid, text in self.dm.reply_so_far(name).items():
                         if streamed.get(mid) != len(text):  # (only a reply that grew is drawn again)
                             streamed[mid] = len(text)
                             html_ = await run_in_threadpool(render_markdown, text, False)
