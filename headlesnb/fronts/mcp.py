@@ -7,13 +7,14 @@ __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS',
            'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'one_segment', 'compact_schema',
            'jms_error', 'sendable', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
            'format_variable', 'output_mime', 'output_content', 'register_resources', 'changed_text', 'wants_progress',
-           'run_state_line', 'run_header', 'stop_line', 'RunTools', 'format_message', 'DialogTools', 'result_schema',
-           'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec',
-           'cite_text', 'register_prompts', 'AgentNews', 'register_agent_tools', 'tool_groups', 'build_server',
-           'BearerAuth', 'mcp_parser', 'Health', 'http_app', 'mcp_main']
+           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'prompt_output', 'run_record', 'RunTools',
+           'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
+           'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews',
+           'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app',
+           'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
-import argparse, asyncio, base64, hmac, inspect, json, os, re, sys, threading, time, traceback, warnings
+import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings
 from pathlib import Path
 from contextlib import asynccontextmanager, suppress
 from urllib.parse import quote
@@ -30,7 +31,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.server.transport_security import TransportSecuritySettings
 from ..errors import *
 from ..notebook import NotebookManager, cell_info
-from ..base import make_kernel, run_info
+from ..base import RUN_KEEP, make_kernel, run_info
 from ..engine import Engine
 from .options import add_kernel_args, as_argparse, bind, port_number, positive_seconds, root_folder, run_quietly, workspace_name
 from .security import Guard, MAX_BODY, bracket, is_loopback
@@ -151,10 +152,12 @@ class HeadlesnbMCPServer(MCPServer):
 _NbName = str|None  # default: the active one (the server's instructions say so once, not in every tool)
 _CellRef = Annotated[StrictInt|str|None, Field(description="Index (<0 from the end) or id")]  # (strict: JSON true is no index)
 _CellId = Annotated[str|None, Field(description="Instead of cell_index")]
-_Timeout = Annotated[float, Field(description="Time limit in s (0: default)", ge=0)]
-_Interval = Annotated[float, Field(description="Progress every N s", ge=0)]
+# numbers of the run tools are strict (an integer is still a number of seconds): pydantic's lax mode took JSON true as 1 and "2" as 2,
+# which the Python API refuses
+_Timeout = Annotated[float, Field(description="Time limit in s (0: default)", ge=0, strict=True)]
+_Interval = Annotated[float, Field(description="Progress every N s", ge=0, strict=True)]
 _Stream = Annotated[bool, Field(description="Add a status block after the outputs")]
-_Wait = Annotated[float|None, Field(description="Answer within N s; longer runs go on (get_run)", ge=0)]
+_Wait = Annotated[float|None, Field(description="Answer within N s; longer runs go on (get_run)", ge=0, strict=True)]
 _RunId = Annotated[str, Field(description="From a run's answer or list_runs")]
 _Hash = Annotated[str|None, Field(description="From a read: refused if changed since")]
 _Pos = Annotated[StrictInt|str, Field(description="New cell's index (-1 appends) or id to insert before")]
@@ -339,17 +342,17 @@ async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Ca
 # %% ../../nbs/22a_fronts.mcp.ipynb #9a4b4e75
 @patch
 async def read_output(self:NotebookTools, cell_index:_CellRef=None,
-        output_index:Annotated[int, Field(description="Output (0-based)", ge=0)]=0,
-        offset:Annotated[int, Field(description="First character", ge=0)]=0,
-        limit:Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0)]=0,
+        output_index:Annotated[int, Field(description="Output (0-based)", ge=0, strict=True)]=0,
+        offset:Annotated[int, Field(description="First character", ge=0, strict=True)]=0,
+        limit:Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0, strict=True)]=0,
         notebook_name:_NbName=None, cell_id:_CellId=None,
         run_id:Annotated[str|None, Field(description="A run's output instead of a cell's (execute_code's are in no cell)")]=None) -> CallToolResult:
     "Page through one output of a cell, or of a run, from a character offset: the rest of what an answer cut."
     def call():
         if run_id is not None:
             if cell_index is not None or cell_id is not None: raise BadArgumentError("give a cell (cell_index or cell_id) or a run_id, not both")
-            mgr = next((m for m in (self.nm, *self.peers) if m.has_run(run_id)), self.nm)  # (none: the notebooks' says the id is unknown)
-            return format_output_page(mgr.get_run(run_id)['outputs'], output_index, offset, limit, self.opts, OutputsOf(run_id=run_id))
+            outs = run_record(run_owner((self.nm, *self.peers), run_id), run_id)['outputs']
+            return format_output_page(outs, output_index, offset, limit, self.opts, OutputsOf(run_id=run_id))
         self.nm.flush_live(notebook_name)
         c = self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), True, notebook_name)
         return format_output_page(c.get('outputs') or [], output_index, offset, limit, self.opts, (self._name(notebook_name), c['id']))
@@ -618,10 +621,12 @@ def run_state_line(d:dict) -> str:
             f"interrupt(run_id=\"{rid}\") to stop it]")
 
 @patch
-def _fmt_going(self:ToolGroup, d:dict, what:str) -> CallToolResult:
-    "A run that goes on, or a poll of one: how it stands, then its outputs from `since` on (budgeted for the model)"
+def _fmt_going(self:ToolGroup, d:dict, what:str, notebook:bool=True) -> CallToolResult:
+    """A run that goes on, or a poll of one: how it stands, then its outputs from `since` on (budgeted for the model). A cut
+    names how to read the rest: by the notebook's cell (`notebook`: a notebook's run), else by the run's id (a dialog is no notebook)"""
+    by_cell = notebook and d.get('kind') == 'cell' and d.get('cell_id')
     blocks = format_outputs(d['outputs'], self.opts, merge=False, start=d['since'],
-                            where=OutputsOf(d['name'], d['cell_id']) if d.get('kind') == 'cell' and d.get('cell_id') else OutputsOf(run_id=d['run_id']))
+                            where=OutputsOf(d['name'], d['cell_id']) if by_cell else OutputsOf(run_id=d['run_id']))
     span = f"outputs {d['since']}-{d['since'] + len(d['outputs']) - 1} of {d['total_outputs']}" if d['outputs'] else f"no new output (of {d['total_outputs']})"
     head = f"{run_state_line(d)}\n{what}: {d['status']}" + (f" [{d['execution_count']}]" if d.get('execution_count') is not None else '') + f"; {span}"
     if d.get('reason'): head += f"; {d['reason']}"
@@ -631,9 +636,9 @@ def _fmt_going(self:ToolGroup, d:dict, what:str) -> CallToolResult:
                   images=sum(isinstance(i, dict) for i in items), **{k: d[k] for k in keys if k in d})
 
 @patch
-def _fmt_or_going(self:ToolGroup, r:dict, what:str, ended) -> CallToolResult:
-    "`ended(r)` for a run that ended within the call; else how it stands"
-    return self._fmt_going(r, what) if r.get('done') is False else ended(r)
+def _fmt_or_going(self:ToolGroup, r:dict, what:str, ended, notebook:bool=True) -> CallToolResult:
+    "`ended(r)` for a run that ended within the call; else how it stands (`notebook`: see `_fmt_going`)"
+    return self._fmt_going(r, what, notebook) if r.get('done') is False else ended(r)
 
 @patch
 def _background(self:ToolGroup, call, ctx:Context|None, wait):
@@ -706,8 +711,8 @@ def _fmt_outputs(self:ToolGroup, r:dict, what:str, timeout:float, t0:float, name
 
 @patch
 def _fmt_run(self:ToolGroup, r:dict, what:str, timeout:float, outputs:list|None=None) -> list:
-    "A run's one-line header and its outputs (a notebook run's `outputs`, or `outputs` given)"
-    blocks = format_outputs(r['outputs'] if outputs is None else outputs, self.opts)
+    "A run's one-line header and its outputs (a notebook run's `outputs`, or `outputs` given); a cut names `read_output(run_id=...)`"
+    blocks = format_outputs(r['outputs'] if outputs is None else outputs, self.opts, where=OutputsOf(run_id=r['run_id']) if r.get('run_id') else None)
     head = run_header(what, r, timeout)
     if not blocks: return [f"{head}\n(no output)"]
     if isinstance(blocks[0], TextContent): blocks[0] = TextContent(type='text', text=f"{head}\n{blocks[0].text}")
@@ -770,7 +775,7 @@ async def execute_code(self:NotebookTools,
 @patch
 async def run_all(self:NotebookTools, notebook_name:_NbName=None,
         allow_errors:Annotated[bool, Field(description="Go on after a cell fails")]=False,
-        timeout:Annotated[float, Field(description="Seconds per cell (0: server default)", ge=0)]=0,
+        timeout:Annotated[float, Field(description="Seconds per cell (0: server default)", ge=0, strict=True)]=0,
         progress_interval:_Interval=0, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Run every code cell in order; stops at the first error unless allow_errors (skip-execution honoured)."
     t = self._timeout(timeout, wait)
@@ -792,10 +797,10 @@ async def interrupt(self:NotebookTools, notebook_name:_NbName=None,
         run_id:Annotated[str|None, Field(description="Stop only this run")]=None) -> CallToolResult:
     "Stop the code running in a notebook's kernel (and its queued runs), or one run by its id."
     def call():
-        d = self.nm.interrupt(notebook_name, run_id)
-        if run_id is None:  # which notebook it looked at, and what goes on in the others (which it left alone)
-            d['name'] = self.nm.item(notebook_name).name
-            d['elsewhere'] = [r for r in self.nm.list_runs() if not r['done'] and r['name'] != d['name']]
+        if run_id is not None: return run_owner((self.nm, *self.peers), run_id).interrupt_run(run_id)  # (a dialog's run too)
+        d = self.nm.interrupt(notebook_name)
+        d['name'] = self.nm.item(notebook_name).name  # which notebook it looked at, and what goes on in the others (which it left alone)
+        d['elsewhere'] = [r for r in self.nm.list_runs() if not r['done'] and r['name'] != d['name']]
         return d
     def fmt(d):
         if run_id is not None: return f"run {d['run_id']}: " + ("stopping it" if d['interrupted'] else f"it had already ended ({d['status']})")
@@ -807,18 +812,38 @@ async def interrupt(self:NotebookTools, notebook_name:_NbName=None,
         return text
     return await self._do(call, fmt)
 
+def run_owner(mgrs, run_id:str):
+    "The manager among `mgrs` (the notebooks', the dialogs') that owns run `run_id`; none does: NotFoundError naming the runs they know"
+    if (m := next((m for m in mgrs if m.has_run(run_id)), None)) is not None: return m
+    known = [r['run_id'] for r in sorted((r for m in mgrs for r in m.list_runs()), key=lambda r: r['started'] or '9')][-10:]
+    raise NotFoundError(f"no run {run_id!r} (it never existed, or ended long ago: the last {RUN_KEEP} ended runs of the notebooks and of the "
+                        f"dialogs are kept); runs known: {', '.join(known) or 'none'}")
+
+def prompt_output(reply:str) -> dict:
+    "A prompt's reply as an output, as the dialog stores it in the prompt's message (markdown)"
+    return dict(output_type='execute_result', data={'text/markdown': reply}, metadata={}, execution_count=None)
+
+def run_record(mgr, run_id:str, wait:float=0, since:int=0) -> dict:
+    """`mgr.get_run(run_id, wait, since)`, where a prompt run that ended has its reply as its one output (the dialog keeps the
+    reply in the prompt's message, not among the run's outputs)"""
+    d = mgr.get_run(run_id, wait, since)
+    if d['kind'] != 'prompt' or not d['done'] or d['total_outputs']: return d
+    reply = (mgr._find_run(run_id).answer or {}).get('reply')
+    outs = [prompt_output(reply)] if reply else []
+    return dict(d, outputs=outs[since:], total_outputs=len(outs), next=max(since, len(outs)))
+
 class RunTools(ToolGroup):
     "The tools over every manager's runs (notebooks' and dialogs'): a run id names its manager"
-    def _owner(self, run_id):
-        return next((m for m in self.mgr if m.has_run(run_id)), self.mgr[0])  # none: the first says the id is unknown
+    def _owner(self, run_id): return run_owner(self.mgr, run_id)
 
 @patch
 async def get_run(self:RunTools, run_id:_RunId,
-        wait:Annotated[float, Field(description="Seconds to wait for news", ge=0)]=0,
-        since:Annotated[int, Field(description="First output wanted (the last answer's next)", ge=0)]=0) -> CallToolResult:
+        wait:Annotated[float, Field(description="Seconds to wait for news", ge=0, strict=True)]=0,
+        since:Annotated[int, Field(description="First output wanted (the last answer's next)", ge=0, strict=True)]=0) -> CallToolResult:
     "A run's status, time so far and outputs from `since` on; `wait`: answers at new output or the end."
-    def poll(): return self._owner(run_id).get_run(run_id, wait, since)
-    def fmt(d): return self._fmt_going(d, f"{d['kind']} run of {d['name']!r}" + (f", cell id {d['cell_id']}" if d.get('cell_id') else ''))
+    def poll(): return run_record(self._owner(run_id), run_id, wait, since)
+    def fmt(d): return self._fmt_going(d, f"{d['kind']} run of {d['name']!r}" + (f", cell id {d['cell_id']}" if d.get('cell_id') else ''),
+                                       isinstance(self._owner(run_id), NotebookManager))
     if not wait:  # nothing to wait for: answered here, without a thread hop (it only reads)
         try: return fmt(poll())
         except Exception as e: return failed(e, self.opts.text_limit)
@@ -948,7 +973,9 @@ async def run_msg(self:DialogTools,
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
         return self.dm.run_message(msg_id, t, dialog_name, wait=wait)
-    def fmt(r): return self._fmt_or_going(r, f"message {r.get('cell_id')}", lambda r: text_result(*self._fmt_run(r, f"message {r['id']}", t, r['output'] or [])))
+    def ended(r):  # a prompt answers its reply, as execute_prompt does; code its outputs
+        return text_result(*(self._fmt_reply(r) if 'reply' in r else self._fmt_run(r, f"message {r['id']}", t, r['output'] or [])))
+    def fmt(r): return self._fmt_or_going(r, f"message {r.get('cell_id')}", ended, notebook=False)
     return await self._run(ctx, self._background(call, ctx, wait), fmt, f'message {msg_id or "(current)"}', t, progress_interval)
 
 @patch
@@ -959,12 +986,18 @@ async def execute_prompt(self:DialogTools,
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
         return self.dm.execute_prompt(msg_id, dialog_name)
-    def fmt(r):
-        calls = f" after {_plural(len(r['tool_calls']), 'tool call')}" if r['tool_calls'] else ''
-        cut = ' (interrupted: the reply so far)' if r.get('status') == 'interrupted' else ''
-        bad = ''.join(f"\nnot offered as a tool: {n} ({why})" for n, why in (r.get('bad_tools') or {}).items())
-        return [cap_text(f"reply to {r['id']}{calls}{cut}:\n{r['reply']}{bad}", self.opts.text_limit)]
-    return await self._run(ctx, self._threaded(call), fmt, 'prompt', 0, 0)
+    return await self._run(ctx, self._threaded(call), self._fmt_reply, 'prompt', 0, 0)
+
+@patch
+def _fmt_reply(self:DialogTools, r:dict) -> list:
+    """A prompt's answer: its reply, how it was made (tool calls), and the tools it named that were not offered. The reply
+    of a run (`run_msg`) is its output: a cut names `read_output(run_id=...)`"""
+    calls = f" after {_plural(len(r['tool_calls']), 'tool call')}" if r['tool_calls'] else ''
+    cut = ' (interrupted: the reply so far)' if r.get('status') == 'interrupted' else ''
+    bad = ''.join(f"\nnot offered as a tool: {n} ({why})" for n, why in (r.get('bad_tools') or {}).items())
+    reply = (format_outputs([prompt_output(r['reply'])], self.opts, where=OutputsOf(run_id=r['run_id']))[0].text if r.get('run_id') and r['reply']
+             else cap_text(r['reply'], self.opts.text_limit))
+    return [f"reply to {r['id']}{calls}{cut}:\n{reply}{bad}"]
 
 @patch
 async def dialog_undo(self:DialogTools, steps:Annotated[int, Field(description="How many", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:
@@ -1454,6 +1487,18 @@ def http_app(srv:MCPServer, host:str='127.0.0.1', token:str|None=None, port:int|
     return Health(Guard(app, host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body,
                         methods=('GET', 'POST', 'DELETE'), name='headlesnb mcp', body_types=('application/json',)), srv.engine)
 
+def _runs_end_first(server, engine:Engine):
+    """Make uvicorn `server`'s shutdown (Ctrl-C, SIGTERM) close `engine` first: its runs end (their outputs saved), so a call
+    waiting on one (`get_run(wait)`, a blocking run) answers with that end rather than being cut when the process ends. A
+    client's open stream, which the server's end cuts, is no error then (uvicorn logged "ASGI callable returned without
+    completing response")"""
+    shutdown = server.shutdown
+    async def runs_first(sockets=None):
+        logging.getLogger('uvicorn.error').addFilter(lambda rec: 'without completing response' not in rec.getMessage())
+        with suppress(HeadlesnbError): await anyio.to_thread.run_sync(engine.close)  # (what cannot be saved: the lifespan's close says so)
+        await shutdown(sockets)
+    server.shutdown = runs_first
+
 def mcp_main(argv=None):
     "Run the MCP server from command-line arguments"
     a = mcp_parser().parse_args(argv)
@@ -1482,10 +1527,11 @@ def mcp_main(argv=None):
     sock = bind('headlesnb mcp', a.host, a.port)  # listening from here: the line below says so at once
     port = sock.getsockname()[1]  # (--port 0: the one the system chose)
     server = uvicorn.Server(uvicorn.Config(http_app(srv, a.host, token, port, a.allow_host), log_level='warning', lifespan='on'))
+    _runs_end_first(server, srv.engine)
     print(f"headlesnb mcp: serving {root} at http://{bracket(a.host)}:{port}/mcp (streamable HTTP)"
           + ("; clients send Authorization: Bearer <token>" if token else ''), file=sys.stderr, flush=True)
     return run_quietly(lambda: server.run(sockets=[sock]))
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #b165ff0e
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
-if __name__ == '__main__' and not in_notebook(): mcp_main()
+if __name__ == '__main__' and not in_notebook(): sys.exit(mcp_main())  # (130 after Ctrl-C, as `headlesnb mcp`)
