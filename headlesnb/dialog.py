@@ -497,10 +497,14 @@ def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=Non
     with self.edit(dialog_name) as it:
         mid = self._current(it, msg_id)
         prompt = cell2msg(it.doc.cell(mid)).msg_type == 'prompt'
-    if prompt:
-        def answer(): _began(None, mid); return self.execute_prompt(mid, dialog_name=it.name, **prompt_kw)  # running from its start
-        return self._as_run(it.name, 'prompt', answer, (), wait, mid)
+    if prompt: return self._prompt_run(it.name, mid, wait, **prompt_kw)
     return self._as_run(it.name, 'cell', self._run_cell, (it.name, mid, timeout), wait, mid)
+
+@patch
+def _prompt_run(self:DialogManager, name:str, mid:str, wait, **prompt_kw) -> dict:
+    "Answer prompt `mid` as a run of its message (`run_message`, and `execute_prompt` with `wait`)"
+    def answer(): _began(None, mid); return self.execute_prompt(mid, dialog_name=name, **prompt_kw)  # running from its start
+    return self._as_run(name, 'prompt', answer, (), wait, mid)
 
 @patch
 async def arun_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=None, dialog_name:str|None=None) -> dict:
@@ -788,14 +792,16 @@ _BAD_TOOL = "the API takes tool names of 1-128 ASCII letters, digits, '_' or '-'
 
 @patch
 def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None, on_text=None,
-                   thinking:int|None=None, max_rounds:int|None=None) -> dict:
+                   thinking:int|None=None, max_rounds:int|None=None, wait:float|None=None) -> dict:
     """Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta (a `run_error` of an earlier
     try is cleared). `interrupt` stops it between streamed chunks or rounds: the reply so far is stored, marked `interrupted`.
     An API failure (`LLMError`, raised) stores the reply so far too (tools may have run), with the failure as its `run_error`.
-    Until the reply is stored, `reply_so_far` shows it as it grows"""
+    Until the reply is stored, `reply_so_far` shows it as it grows. `wait`: answered as a run (as `run_message`), after at
+    most that many seconds; the run's id if it goes on (see `get_run`)"""
     from headlesnb.llm import run_tool_loop, TOOL_NAME_RE
     if max_rounds is not None: check_int(max_rounds, 'max_rounds', 1)
     it, mid, m, above = self._prompt(dialog_name, msg_id)
+    if wait is not None: return self._prompt_run(it.name, mid, wait, on_text=on_text, thinking=thinking, max_rounds=max_rounds)
     named = dict.fromkeys(_TOOL_REF.findall(m.content + ''.join(x['content'] for x in above if not x['skipped'])))
     bad = {n: _BAD_TOOL for n in named if not TOOL_NAME_RE.match(n)}  # (reported, never offered: the API would refuse every request)
     names = [n for n in named if n not in bad]

@@ -61,6 +61,26 @@ def test_a_prompt_run_answers_its_reply(tmp_path, monkeypatch):
         run(go)
 
 
+
+def test_execute_prompt_takes_wait(tmp_path, monkeypatch):
+    """execute_prompt takes `wait` as run_msg does (issue #26: the dialog tools that run code, and a prompt's tools run code):
+    a slow reply answers within it with the run's id, goes on, and get_run shows the reply at its end; a code message is refused"""
+    with FakeAnthropic(replies=['slow reply ' * 40, 'quick'], delay=0.05) as fake:
+        monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
+        async def go():
+            async with stdio_session(tmp_path) as s:
+                await ok(s, 'use_dialog', dialog_name='d', mode='create')
+                mid = await new_msg(s, 'Tell me a story', 'prompt')
+                t0 = time.monotonic()
+                d = structured(await call(s, 'execute_prompt', msg_id=mid, wait=0.3))
+                assert time.monotonic() - t0 < 1.5 and d['kind'] == 'prompt' and not d['done'], d
+                end = await ended(s, d['run_id'], 30)
+                assert end['status'] == 'ok' and 'slow reply slow reply' in text(await call(s, 'get_run', run_id=d['run_id'])), end
+                assert text(await call(s, 'execute_prompt', msg_id=mid, wait=30)).startswith('reply to ')  # ended within it: the reply
+                code = await new_msg(s, 'x = 1', 'code')
+                assert 'not a prompt' in await err(s, 'execute_prompt', msg_id=code, wait=1)
+        run(go)
+
 BAD_NUMBERS = [
     ('execute_code', dict(code='1', wait=True)), ('execute_code', dict(code='1', wait='1')), ('execute_code', dict(code='1', timeout=True)),
     ('execute_code', dict(code='1', timeout='5')), ('insert_execute_code_cell', dict(cell_index=-1, cell_source='1', progress_interval=True)),

@@ -981,12 +981,13 @@ async def run_msg(self:DialogTools,
 @patch
 async def execute_prompt(self:DialogTools,
         msg_id:Annotated[str|None, Field(description="Prompt message (default: the current one)")]=None,
-        dialog_name:_DlgName=None, ctx:Context=None) -> CallToolResult:
+        dialog_name:_DlgName=None, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Answer a prompt message with the server's model; the reply is its output."
     def call(st):
         st['name'] = self.dm.item(dialog_name).name
-        return self.dm.execute_prompt(msg_id, dialog_name)
-    return await self._run(ctx, self._threaded(call), self._fmt_reply, 'prompt', 0, 0)
+        return self.dm.execute_prompt(msg_id, dialog_name, wait=wait)
+    def fmt(r): return self._fmt_or_going(r, f"prompt {r.get('cell_id')}", lambda r: text_result(*self._fmt_reply(r)), notebook=False)
+    return await self._run(ctx, self._background(call, ctx, wait), fmt, 'prompt', 0, 0)
 
 @patch
 def _fmt_reply(self:DialogTools, r:dict) -> list:
