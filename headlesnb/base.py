@@ -9,7 +9,7 @@ __all__ = ['RUN_KEEP', 'LIVE_EVERY', 'Item', 'BaseManager', 'kernel_for_notebook
 
 # %% ../nbs/09_base.ipynb #0dff7b59
 from fastcore.basics import patch
-import asyncio, concurrent.futures, contextvars, os, threading, time
+import asyncio, concurrent.futures, contextvars, functools, os, sys, threading, time
 from collections import deque
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
@@ -20,6 +20,7 @@ from .paths import resolve_in_root, check_name
 from .document import NbDoc, new_id
 from .history import History
 from .kernels.kernel import Kernel, RunResult, OUTPUT_LIMIT, run_timeout
+from .kernels.mainthread import MAIN
 from .utils import join_text, utc_now
 
 # %% ../nbs/09_base.ipynb #be15b3ac
@@ -77,11 +78,9 @@ class BaseManager:
         "Hold the item's lock for one operation, after catching up with the file on disk (`durable`: then wait until its changes are on disk)"
         it = self.item(name)
         with it.doc.lock:
+            self._follow_file(it, strict)
             if it.doc.save_error and strict:
                 raise ConflictError(f"{it.path} could not be saved: {it.doc.save_error}")
-            if it.doc.sync(strict=strict):  # reloaded: old commands describe another file
-                if it.history: it.history.clear()
-                self._reloaded(it)
             before = getattr(it.doc, 'version', None)
             yield it
             after = getattr(it.doc, 'version', None)
@@ -127,24 +126,61 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
             raise BadArgumentError(f"cannot {'create' if mode == 'create' else 'open'} {self.rel(full)}: {e.strerror or e}") from None
         if isinstance(doc, NbDoc): doc.root = self.root  # every write checks the path again
         it = Item(name, full, doc, self._new_history(), state=dict(queue=[], running=None, worker=None))
+        if hasattr(doc, 'on_move'): doc.on_move = lambda path: self._moved(it, path)  # (a shared document renamed in JupyterLab follows it)
         self._prepare(it)
         self._items[name] = it  # visible to other threads only once it is ready
         self.active = name
         return it
 
 @patch
+def _drop_waiting(self:BaseManager, name:str) -> int:
+    "End every run of item `name` that waits for its turn (see `Run.waits_turn`: interrupted before it ran); how many"
+    with self._lock: rs = [r for r in self._runs.values() if r.name == name and not r.over and r.waits_turn()]
+    for r in rs: r.stop_asked = True; r._drop()
+    return len(rs)
+
+@patch
 def _close(self:BaseManager, name:str|None=None) -> Item:
-    "Save, stop the kernel and forget the item (kept open if it cannot be saved, so nothing is lost); queued runs are dropped"
+    """Save, stop the kernel and forget the item (kept open if it cannot be saved, so nothing is lost); queued runs are
+    dropped. Its ended runs are kept (as long as others' are), their outputs let go: they are in its file"""
     it = self.item(name)
     it.state['queue'] = []
+    self._drop_waiting(it.name)
     with it.doc.lock:
         it.doc.save()  # a ConflictError leaves the item open: reload or save(force=True), then close
-        if it.kernel is not None: it.kernel.close(); it.kernel = None
+        if it.kernel is not None: self._let_go(it)
         with self._lock:
             self._items.pop(it.name, None)
             if self.active == it.name: self.active = None
-            for k in [k for k, r in self._runs.items() if r.name == it.name and r.over]: del self._runs[k]  # their outputs go with the item
+            for r in self._runs.values():
+                if r.name == it.name and r.over: r._closed(self.rel(it.path), self.kind)
     return it
+
+@patch
+def _let_go(self:BaseManager, it:Item):
+    """Close the item's kernel. One whose run waits for another kernel's in-process cell (dropped: see `_drop_waiting`)
+    closes in the background, as soon as that cell ends: the caller does not wait for another notebook's cell"""
+    k, it.kernel = it.kernel, None
+    if k.waiting: threading.Thread(target=k.close, name='headlesnb-close-kernel', daemon=True).start()
+    else: k.close()
+
+@patch
+def _follow_file(self:BaseManager, it:Item, strict:bool=True) -> bool:
+    """Catch up with item `it`'s file if someone else changed it (hold its lock): read it again when we hold no unsaved
+    edits, or none but running cells' outputs so far (the live writer writes them again: nothing is lost); with other
+    unsaved edits, ConflictError (`strict`). True if read again: the history is cleared, old commands describe another file"""
+    doc = it.doc
+    live_only = (hasattr(doc, 'changed_on_disk') and doc.dirty and doc.version == it.state.get('live_version'))  # (an `NbDoc`)
+    if live_only and doc.changed_on_disk(): doc.reload()
+    elif not doc.sync(strict=strict): return False
+    if it.history: it.history.clear()
+    self._reloaded(it)
+    return True
+
+@patch
+def _moved(self:BaseManager, it:Item, path:Path):
+    "The item's document now lives at `path` (a notebook renamed in JupyterLab, followed there): listed and looked up under it from now on"
+    it.path = path  # (no lock: the document's thread holds the document's lock, which others take after the manager's)
 
 @patch
 def _activate(self:BaseManager, name:str) -> Item:
@@ -246,18 +282,22 @@ class RunGate:
         self._held = True
         return True
 
-    def acquire(self, timeout:float|None=None) -> bool:
-        "Wait for the gate (at most `timeout` seconds): True once it is ours"
+    def acquire(self, timeout:float|None=None, stop=None) -> bool:
+        "Wait for the gate (at most `timeout` seconds, and only while `stop()` is false): True once it is ours"
         with self._mu:
             if self._take_now(): return True
             ev = threading.Event(); self._waiters.append(ev)
-        if ev.wait(timeout): return True  # `release` handed the gate over: it stays held
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:  # (in slices while `stop` may end the wait: a run interrupted in the queue leaves it at once)
+            left = None if end is None else max(0.0, end - time.monotonic())
+            if ev.wait(left if stop is None else min(0.02, 0.02 if left is None else left)): return True  # handed over: it stays held
+            if left == 0 or (stop is not None and stop()): break
         with self._mu:
             if ev in self._waiters: self._waiters.remove(ev); return False
         return True  # handed over just as the time ran out: ours after all
 
     async def aacquire(self, timeout:float|None=None) -> bool:
-        "`acquire` for asyncio code (cancelling the wait leaves the queue cleanly)"
+        "`acquire` for asyncio code (cancelling the wait leaves the queue cleanly: how a run dropped meanwhile leaves it)"
         loop = asyncio.get_running_loop()
         with self._mu:
             if self._take_now(): return True
@@ -463,25 +503,31 @@ def _begin_run(self:BaseManager, name, cid:str) -> tuple:
 
 @patch
 def _end_run(self:BaseManager, it:Item, cid:str, res) -> dict:
-    "Store a run's outputs in cell `cid` (found by id, wherever it moved) and describe the run"
-    with self.edit(it.name, strict=False) as it:
-        try:
-            store_run(it.doc, cid, res, **self._run_meta(res))
-            ans = self._run_answer(it, cid, res)
-        except NotFoundError: ans = dict(id=cid, **run_info(res), index=None, stored=False)  # deleted while it ran
-        if (r := _RUN.get()) is not None: r._cell_ended(res)  # under the lock: the live writer never writes over it
-        return ans
+    """Store a run's outputs in cell `cid` (found by id, wherever it moved) and describe the run. A file that cannot take
+    them (changed on disk while we hold other unsaved edits) is a `note` of the answer: the run is what its code did"""
+    try:
+        with self.edit(it.name, strict=False) as it:
+            try:
+                store_run(it.doc, cid, res, **self._run_meta(res))
+                ans = self._run_answer(it, cid, res)
+            except NotFoundError: ans = dict(id=cid, **run_info(res), index=None, stored=False)  # deleted while it ran
+            if (r := _RUN.get()) is not None: r._cell_ended(res)  # under the lock: the live writer never writes over it
+    except ConflictError as e: ans['note'] = f'its outputs are in the notebook, not in its file: {e}'  # (`durable`: the write)
+    else:
+        if (err := getattr(it.doc, 'save_error', None)): ans['note'] = f'its outputs are in the notebook, not in its file: {err}'
+    return ans
 
 @patch
 def _run_cell(self:BaseManager, name, cid:str, timeout:float|None=None, held:bool=False) -> dict:
     """Run cell `cid` of item `name` now (after the item's runs queued before it) and store its outputs (`held`: the
     caller holds the item's gate, as a whole `run_all` does)"""
     t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
-    if not held and not gate.acquire(timeout): return self._end_run(self.item(name), cid, _too_late(timeout, t0))
+    if not held and not gate.acquire(timeout, _stopped):
+        return self._not_started(name, cid) if _stopped() else self._end_run(self.item(name), cid, _too_late(timeout, t0))
+    left = _left(timeout, t0)  # (the wait for its turn counts; starting its kernel does not)
     try:
         try: it, code, kernel = self._begin_run(name, cid)
         except _NotStarted: return self._not_started(name, cid)
-        left = _left(timeout, t0)
         started = utc_now()
         try: res = _too_late(timeout, t0) if left == 0 else kernel.run(code, timeout=left)
         except KeyboardInterrupt:  # Ctrl-C in this (main) thread, through a kernel that lets it out: the cell stops, what it showed is kept
@@ -513,9 +559,8 @@ async def _arun_cell(self:BaseManager, name, cid:str, timeout:float|None=None) -
     "`_run_cell` for asyncio code: cancelling it interrupts the cell, whose outputs are still stored"
     t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
     if not await gate.aacquire(timeout): return self._end_run(self.item(name), cid, _too_late(timeout, t0))
-    try:
-        it, code, kernel = self._begin_run(name, cid)
-        left = _left(timeout, t0)
+    left = _left(timeout, t0)
+    try: it, code, kernel = self._begin_run(name, cid)
     except _NotStarted: gate.release(); return self._not_started(name, cid)
     except BaseException: gate.release(); raise
     async def run(): return self._end_run(it, cid, _too_late(timeout, t0) if left == 0 else await kernel.arun(code, timeout=left))
@@ -535,9 +580,10 @@ def _code_kernel(self:BaseManager, name, code) -> object:
 def _run_code(self:BaseManager, name, code:str, timeout:float|None=None) -> dict:
     "Run `code` in the item's kernel without adding it to the document (after the item's runs queued before it)"
     t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
-    if not gate.acquire(timeout): return run_info(_too_late(timeout, t0))
+    if not gate.acquire(timeout, _stopped): return _UNSTARTED_CODE if _stopped() else run_info(_too_late(timeout, t0))
+    left = _left(timeout, t0)
     try:
-        try: kernel, left = self._code_kernel(name, code), _left(timeout, t0)
+        try: kernel = self._code_kernel(name, code)
         except _NotStarted: return _UNSTARTED_CODE
         return run_info(_too_late(timeout, t0) if left == 0 else kernel.run(code, timeout=left))
     finally: gate.release()
@@ -547,7 +593,8 @@ async def _arun_code(self:BaseManager, name, code:str, timeout:float|None=None) 
     "`_run_code` for asyncio code"
     t0, gate, timeout = time.monotonic(), self._gate(name), run_timeout(timeout)
     if not await gate.aacquire(timeout): return run_info(_too_late(timeout, t0))
-    try: kernel, left = self._code_kernel(name, code), _left(timeout, t0)
+    left = _left(timeout, t0)
+    try: kernel = self._code_kernel(name, code)
     except _NotStarted: gate.release(); return _UNSTARTED_CODE
     except BaseException: gate.release(); raise
     async def run(): return run_info(_too_late(timeout, t0) if left == 0 else await kernel.arun(code, timeout=left))
@@ -567,6 +614,8 @@ class Run:
         self._t0, self._t1 = time.monotonic(), None
         self.kernel, self.cell_id, self.execution_count = None, cell_id, None
         self.done_outputs, self.stop_asked, self.listeners, self.over = [], False, [], False
+        self.note = None  # what the run's status does not say (its outputs could not be saved, its notebook was closed)
+        self.held_by = None  # dropped while its kernel waited for another's cell: that kernel (its thread holds the item's turn till then)
         self.future = concurrent.futures.Future()  # its answer (or failure), for asyncio and thread waiters alike
         self._mu = threading.Lock()
 
@@ -584,12 +633,28 @@ class Run:
             self.done_outputs += res.outputs
             self.kernel, self.execution_count = None, res.execution_count
 
-    def _finish(self, answer:dict|None, failure:BaseException|None=None):
+    def waits_turn(self) -> bool:
+        """Does it wait for its turn: for the item's runs before it, or (in-process) for the cell another kernel runs in this
+        process now (a `run_all`: for its next cell's turn)?"""
+        with self._mu: k, st = self.kernel, self.status
+        return st == 'queued' or (st == 'running' and k is not None and k.waiting)
+
+    def _drop(self):
+        "End it now, interrupted while it waits for its turn (see `waits_turn`): the thread carrying it out finds it over, and runs nothing more"
+        ans = dict(_UNSTARTED_CODE)
+        if self.kind == 'cell': ans.update(id=self.cell_id, index=None, stored=False)
+        with self._mu:
+            self.held_by, ran = self.kernel, bool(self.done_outputs) or self.execution_count is not None
+            if self.kind == 'all': ans = dict(status='error', ran=0, skipped=0, total=0, errors=[dict(index=None, id=None, status='interrupted', execution_count=None, error=None)])
+        self._finish(ans, reason='interrupted while its next cell waited for its turn' if ran else 'interrupted before it ran')
+
+    def _finish(self, answer:dict|None, failure:BaseException|None=None, reason:str|None=None):
         with self._mu:
             if self.over: return
             self.answer, self.failure, self.kernel, self.over = answer, failure, None, True
             self._t1, self.ended = time.monotonic(), time.time()
-            if failure is not None: self.status, self.reason = 'error', f'{type(failure).__name__}: {failure}'
+            if isinstance(failure, asyncio.CancelledError): self.status, self.reason = 'interrupted', 'cancelled: its server stopped'
+            elif failure is not None: self.status, self.reason = 'error', f'{type(failure).__name__}: {failure}'
             elif self.kind == 'all':
                 last = (answer.get('errors') or [{}])[-1].get('status')
                 self.status = _STATUS.get(last, 'error') if answer['errors'] else 'ok'
@@ -599,12 +664,25 @@ class Run:
                 if st == 'timeout': self.reason = 'timeout'
                 self.execution_count = answer.get('execution_count', self.execution_count)
                 if self.kind == 'code': self.done_outputs = answer.get('outputs') or []  # a cell's came with `_cell_ended`
+                self.note = answer.get('note', self.note)
+                if answer.get('stuck') and not MAIN.serving and threading.current_thread() is not threading.main_thread():
+                    self.reason = ("blocked in C code on a background thread, where no interrupt reaches it: in a script, run in-process "
+                                   "cells that may block without wait (on the main thread), or your code under "
+                                   "headlesnb.kernels.mainthread.serve_beside(main) (the main thread runs the cells, as in the servers), "
+                                   "or give the notebook kernel='python3'")
+            self.reason = reason or self.reason
         self.mgr._forget_old_runs()
         if failure is None: self.future.set_result(answer)
         else: self.future.set_exception(failure)
         for f in list(self.listeners):
             try: f(self)
             except Exception: pass  # a listener (a client gone away) never stops the others
+
+    def _closed(self, path:str, kind:str):
+        "Its item was closed: it stays known, its outputs let go (a cell's are in the item's file)"
+        with self._mu:
+            where = 'were not kept' if self.kind == 'code' else f'are in {path}'
+            self.note, self.done_outputs = f"its {kind} {self.name!r} was closed since: its outputs {where}", []
 
     def outputs(self) -> list:
         "Its outputs so far: every ended cell's, then what the running one has shown"
@@ -613,22 +691,30 @@ class Run:
 
     def info(self, since:int=0) -> dict:
         "Where it stands: status, times, and its outputs from output `since` on"
+        with self._mu: k = self.kernel
         outs = self.outputs()
         running = not self.over
-        # a stream output still being written can grow: the next poll reads it again from its start
-        nxt = len(outs) - 1 if running and outs and outs[-1].get('output_type') == 'stream' else len(outs)
-        with self._mu: k = self.kernel
+        # stream text an in-process kernel has not sent yet can grow: the next poll reads it again from its start
+        nxt = len(outs) - 1 if running and outs and _growing(k, outs[-1]) else len(outs)
         waits = running and self.status == 'running' and k is not None and k.waiting  # its cell waits for another kernel's to end
         d = dict(run_id=self.id, name=self.name, kind=self.kind, status='queued' if waits else self.status, elapsed=round(self.elapsed, 3),
                  started=_iso(self.started), ended=_iso(self.ended), execution_count=self.execution_count, cell_id=self.cell_id,
                  outputs=outs[since:], since=since, next=max(nxt, min(since, len(outs))), total_outputs=len(outs), done=not running)
         if self.reason: d['reason'] = self.reason
-        if self.status == 'queued': d['queued_behind'] = self.mgr._running_ids(self.name, self)
+        if self.note: d['note'] = self.note
+        if self.status == 'queued': d['queued_behind'] = self.mgr._ahead(self)
         if waits:
             d['queued_behind'] = self.mgr._process_ids(k)
             d['reason'] = "in-process kernels run one cell at a time in this process: it starts when the cell running now ends"
         if self.kind == 'all' and self.answer: d['result'] = {k: v for k, v in self.answer.items() if k != 'outputs'}
         return d
+
+def _growing(kernel, o:dict) -> bool:
+    """Can output `o`, the last a running cell has shown, still grow in place? Only stream text an in-process kernel holds
+    unsent (ipykernel buffers it up to 0.2 s: the output it becomes has it all, and maybe more): it is the one whose text is
+    still a string, not lines. A Jupyter kernel's outputs never grow (nbclient appends each stream message as an output)"""
+    ip = sys.modules.get('headlesnb.kernels.inprocess')
+    return o.get('output_type') == 'stream' and isinstance(o.get('text'), str) and ip is not None and isinstance(kernel, ip.InProcessKernel)
 
 def _iso(t:float|None) -> str|None: return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat().replace('+00:00', 'Z')
 
@@ -640,9 +726,13 @@ def _sig(outs:list) -> tuple:
 
 class _NotStarted(Exception): "The run was interrupted while it waited for its turn"
 
+def _stopped() -> bool:
+    "Was the run being carried out here asked to stop?"
+    return (r := _RUN.get()) is not None and r.stop_asked
+
 def _stop_unstarted():
     "Raise `_NotStarted` when the run being carried out here was interrupted before its turn came"
-    if (r := _RUN.get()) is not None and r.stop_asked: raise _NotStarted()
+    if _stopped(): raise _NotStarted()
 
 def _began(kernel, cid:str|None):
     if (r := _RUN.get()) is not None: r._begin(kernel, cid)
@@ -651,10 +741,10 @@ _UNSTARTED_CODE = dict(status='interrupted', execution_count=None, outputs=[], s
 
 @patch
 def _not_started(self:BaseManager, name, cid:str) -> dict:
-    "The answer of a cell run interrupted before its turn: nothing ran, the cell is as it was"
-    with self.edit(name, strict=False) as it:
-        try: idx = it.doc.index(cid)
-        except NotFoundError: idx = None
+    "The answer of a cell run interrupted before its turn: nothing ran, the cell is as it was (or gone, its notebook closed)"
+    try:
+        with self.edit(name, strict=False) as it: idx = it.doc.index(cid)
+    except NotFoundError: idx = None
     return dict(id=cid, index=idx, **_UNSTARTED_CODE, stored=False)
 
 
@@ -685,6 +775,14 @@ def _running_ids(self:BaseManager, name:str, before:Run) -> list:
     return [r.id for r in rs[:rs.index(before)] if r.name == name and not r.over] if before in rs else []
 
 @patch
+def _ahead(self:BaseManager, r:Run) -> list:
+    """What queued run `r` waits for: its item's runs before it; none left, but a run of the item dropped while its kernel
+    waited for another kernel's in-process cell (its thread keeps the item's turn until that cell ends), the runs of that cell"""
+    if (ids := self._running_ids(r.name, r)): return ids
+    with self._lock: held = [k for x in self._runs.values() if x.name == r.name and (k := x.held_by) is not None and k.waiting]
+    return self._process_ids(held[-1]) if held else []
+
+@patch
 def _process_ids(self:BaseManager, kernel) -> list:
     "The runs of other kernels whose cells run now (what a run of `kernels.kernel` waiting for its turn in the process waits for)"
     with self._lock: rs = list(self._runs.values())
@@ -700,15 +798,27 @@ def _carry(self:BaseManager, r:Run, fn, *args) -> dict:
     r._finish(ans)
     return ans
 
+def _settle(r:Run, task):
+    "End run `r` as its task ended (a run dropped before its turn is over already: this changes nothing)"
+    if task.cancelled(): r._finish(None, asyncio.CancelledError())
+    elif (e := task.exception()) is not None: r._finish(None, e)
+    else: r._finish(task.result())
+
 @patch
 async def _acarry(self:BaseManager, r:Run, coro) -> dict:
-    "`_carry` for a coroutine"
+    """`_carry` for a coroutine, run as a task of its own: a cancelled caller (a client gone away) interrupts the run,
+    which still ends as its code did, its outputs stored; a run dropped while it waits for its turn answers at once"""
     token = _RUN.set(r)
-    try: ans = await coro
-    except BaseException as e: r._finish(None, e); raise
+    try: task = asyncio.ensure_future(coro)  # (the task copies this context: it carries out `r`)
     finally: _RUN.reset(token)
-    r._finish(ans)
-    return ans
+    task.add_done_callback(functools.partial(_settle, r))
+    try: await asyncio.wait([task, asyncio.wrap_future(r.future)], return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        self.interrupt_run(r.id)
+        if r.over and not task.done(): task.cancel()  # dropped before its turn: out of the queue it waits in
+        raise
+    if not task.done(): task.cancel()  # dropped: it leaves the queue it waits in
+    return r.future.result()
 
 @patch
 def _start(self:BaseManager, r:Run, fn, *args) -> Run:
@@ -733,11 +843,12 @@ async def _await_run(self:BaseManager, r:Run, wait:float) -> dict:
     except asyncio.TimeoutError: return r.info()
 
 def check_wait(wait, what:str='wait'):
-    "`wait` as seconds (None: wait for the end), or BadArgumentError"
+    """`wait` as seconds (None: wait for the end), or BadArgumentError. A wait longer than a thread can wait
+    (`threading.TIMEOUT_MAX`, 292 years) is that long: no limit in practice (1e300 overflowed once the run was started)"""
     if wait is None: return None
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0 or wait == float('inf'):
         raise BadArgumentError(f"{what} must be a number of seconds, 0 or more (0: answer at once), not {wait!r}")
-    return float(wait)
+    return min(float(wait), threading.TIMEOUT_MAX)
 
 @patch
 def _as_run(self:BaseManager, name, kind:str, fn, args:tuple, wait=None, cell_id:str|None=None) -> dict:
@@ -765,7 +876,7 @@ def get_run(self:BaseManager, run_id:str, wait:float=0, since:int=0) -> dict:
         raise BadArgumentError(f"since must be an output index, 0 or more, not {since!r}")
     end, seen = time.monotonic() + wait, _sig(r.outputs()[since:])
     while not r.over and time.monotonic() < end and _sig(r.outputs()[since:]) == seen:
-        with suppress(concurrent.futures.TimeoutError): r.future.result(min(0.02, max(0, end - time.monotonic())))
+        concurrent.futures.wait([r.future], min(0.02, max(0, end - time.monotonic())))  # (a failed run's error is its answer's, not the poll's)
     return r.info(since)
 
 @patch
@@ -777,7 +888,8 @@ def _find_run(self:BaseManager, run_id) -> Run:
     with self._lock:
         if run_id in self._runs: return self._runs[run_id]
         known = [k for k, r in self._runs.items()][-10:]
-    raise NotFoundError(f"no run {run_id!r} (it never existed, or ended long ago: the last {RUN_KEEP} ended runs are kept); "
+    raise NotFoundError(f"no run {run_id!r} (it never existed, or ended long ago: the last {RUN_KEEP} ended runs are kept, "
+                        f"those of {self.kind}s closed since too); "
                         f"runs known: {', '.join(known) or 'none'}")
 
 @patch
@@ -792,10 +904,19 @@ def interrupt_run(self:BaseManager, run_id:str) -> dict:
     "Stop run `run_id`: a queued one never starts, a running one is interrupted; one that ended is left as it is"
     r = self._find_run(run_id)
     if r.over: return dict(run_id=r.id, interrupted=False, status=r.status)
+    waiting = r.waits_turn()
     r.stop_asked = True
     with r._mu: k = r.kernel
     stopped = bool(k and k.interrupt())
-    return dict(run_id=r.id, interrupted=True, status='running' if stopped else r.status)
+    if waiting: r._drop()  # it never starts: ended now, out of the queue (not once the run ahead of it ends)
+    return dict(run_id=r.id, interrupted=True, status=r.status if r.over or not stopped else 'running')
+
+@patch
+def _drop_waiting(self:BaseManager, name:str) -> int:
+    "End every run of item `name` that waits for its turn (interrupted before it ran); how many"
+    with self._lock: rs = [r for r in self._runs.values() if r.name == name and not r.over and r.waits_turn()]
+    for r in rs: r.stop_asked = True; r._drop()
+    return len(rs)
 
 
 # %% ../nbs/09_base.ipynb #389dd055
@@ -835,14 +956,17 @@ def _write_live(self:BaseManager, r:Run):
     "Put the outputs so far of run `r`'s running cell into the cell (not an undoable edit; saved as edits are)"
     with r._mu: k, cid = r.kernel, r.cell_id
     if k is None or cid is None or r.kind == 'code': return
-    outs = k.live_outputs()
-    if not outs or _sig(outs) == r.__dict__.get('_written'): return
     it = self._items.get(r.name)
     if it is None: return
     with it.doc.lock:
+        if self._follow_file(it, strict=False): r._written = None  # someone else wrote the file: ours go into what they wrote
+        outs = k.live_outputs()
+        if not outs or _sig(outs) == r.__dict__.get('_written'): return
         with r._mu:
             if r.kernel is not k or r.cell_id != cid: return  # the cell ended meanwhile: its final outputs are stored
-        with suppress(NotFoundError): it.doc.set_fields(cid, {'outputs': outs}); r._written = _sig(outs)
+        with suppress(NotFoundError):
+            it.doc.set_fields(cid, {'outputs': outs}); r._written = _sig(outs)
+            it.state['live_version'] = getattr(it.doc, 'version', None)  # unsaved, these can be written again (see `_follow_file`)
 
 @patch
 def flush_live(self:BaseManager, name:str|None=None):
@@ -908,20 +1032,22 @@ def _interrupt(self:BaseManager, name, clear_queue:bool=True) -> dict:
     with self._lock: mine = [r for r in self._runs.values() if r.name == it.name and not r.over]
     if clear_queue:
         it.state['queue'] = []
-        waiting = [r for r in mine if r.status == 'queued']
-        for r in waiting: r.stop_asked = True  # runs waiting their turn never start
-        dropped += len(waiting)
-    running = [r for r in mine if r.status == 'running']
+        dropped += self._drop_waiting(it.name)  # runs waiting their turn never start: ended now
+    running = [r for r in mine if not r.over and r.status == 'running']
     for r in running: r.stop_asked = True  # one whose kernel is still starting stops before its code runs
     return dict(interrupted=bool(it.kernel and it.kernel.interrupt()) or bool(running), dropped=dropped)
 
 @patch
 def _restart(self:BaseManager, name) -> dict:
-    "A fresh kernel namespace for the item: what runs is stopped, the run queue dropped"
+    """A fresh kernel namespace for the item: what runs is stopped, the run queue and the runs waiting for their turn
+    dropped (a kernel whose run waits for another notebook's in-process cell is let go: a new one starts on the next run)"""
     it = self.item(name)
     it.state['queue'] = []
-    if it.kernel is not None: it.kernel.restart(); self._kernel_started(it)
-    return dict(name=it.name, restarted=it.kernel is not None)
+    self._drop_waiting(it.name)
+    k = it.kernel
+    if k is not None and k.waiting: self._let_go(it)
+    elif k is not None: k.restart(); self._kernel_started(it)
+    return dict(name=it.name, restarted=k is not None)
 
 def _tags(c) -> list: return c['metadata'].get('tags') or []
 

@@ -79,6 +79,8 @@ class NotebookManager(BaseManager):
                  dirty=it.doc.dirty, kernel='not started' if k is None else 'busy' if k.busy else 'idle', runs=going)
         if getattr(it.doc, 'shared', False): d['shared'] = True  # edited through the Jupyter server's shared document
         if getattr(it.doc, 'note', None): d['note'] = it.doc.note
+        if getattr(it.doc, 'save_error', None):  # (a file changed on disk while we held unsaved edits: see `reload` and `save(force=True)`)
+            d['note'] = ' '.join(filter(None, [d.get('note'), f'not saved: {it.doc.save_error}']))
         return d
 
     def use_notebook(self, notebook_name:str, notebook_path:str|None=None, mode:str='connect', kernel:str|None=None,
@@ -425,7 +427,9 @@ def _new_doc(self:NotebookManager, path:Path):
 
 @patch
 def _close(self:NotebookManager, name:str|None=None):
-    "Close as `BaseManager` does (a shared document is saved by the server first), then leave its room"
+    """Close as `BaseManager` does (a shared document is saved by the server first), then leave its room. A notebook deleted in
+    JupyterLab is let go, as the user meant (its `save` refuses until then; `save(force=True)` writes it back instead)"""
+    if getattr(doc := self.item(name).doc, 'gone', None): doc.gone = None
     it = BaseManager._close(self, name)
     if (shared := sys.modules.get('headlesnb.shared')) and isinstance(it.doc, shared.SharedDoc): it.doc.close()
     return it

@@ -1,7 +1,7 @@
 """headlesnb editing a notebook open in the user's JupyterLab: a real JupyterLab with jupyter-collaboration (its own
 cached venv, built by tests/setup.sh) and its page in headless Chromium. Edits and outputs show in the page within 2 s,
 nothing typed there is lost, Ctrl+S never brings "File Changed", the page's edits reach headlesnb's next read."""
-import asyncio, json, logging, os, queue, secrets, shutil, signal, subprocess, sys, threading, time
+import asyncio, json, logging, os, queue, secrets, shutil, signal, socket, subprocess, sys, threading, time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +11,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from conftest import CHROMIUM, CHROMIUM_ARGS, free_port
 from headlesnb.errors import BadArgumentError, ConflictError, CorruptFileError, NotFoundError
 from headlesnb.notebook import NotebookManager
+from headlesnb.shared import STALE_AFTER
 
 JLAB_VENV = Path(os.environ.get('HEADLESNB_JLAB_VENV', Path.home() / '.cache/headlesnb/jlab-venv-4.6.6'))
 LIVE = 2.0  # seconds within which the page shows what headlesnb did
@@ -519,30 +520,33 @@ def test_undo_does_not_wipe_what_someone_else_typed_since(lab):
         with pytest.raises(ConflictError, match="cannot undo 'insert code cell': its cell .* was deleted since"): a.undo()
     finally: a.close_all(); b.close_all()
 
-def test_renaming_or_deleting_the_open_notebook_leaves_every_edit_in_a_file(lab):
-    "The server saves the room to no file once the notebook is renamed or deleted there: the file we opened takes over, and the answers say so"
+def test_renaming_the_open_notebook_is_followed(lab):
+    "Renamed in JupyterLab: the room follows it (it is named by the file id), and so does headlesnb: edits go on live into the renamed notebook"
     h = {'Authorization': f'token {lab.token}'}
-    for name, user in [('ren.ipynb', lambda: httpx.patch(f'{lab.url}/api/contents/ren.ipynb', headers=h, json={'path': 'ren2.ipynb'})),
-                       ('del.ipynb', lambda: httpx.delete(f'{lab.url}/api/contents/del.ipynb', headers=h))]:
-        write_nb(lab.root / name, [new_code_cell('a = 1')])
-        nm = manager(lab.root, lab)
-        try:
-            nm.use_notebook('n', name)
-            nm.insert_cell(-1, 'code', 'before'); nm.save()
-            assert user().status_code in (200, 204)
-            r = nm.insert_cell(-1, 'code', 'after')
-            s = nm.save()
-            said = ' '.join(x.get('notice', '') for x in (r, s))
-            assert ("was renamed to 'ren2.ipynb'" if name == 'ren.ipynb' else 'was deleted (or renamed)') in said, (r, s)
-            assert 'now edits the file' in said, (r, s)
-            assert on_disk(lab.root / name) == ['a = 1', 'before', 'after'], name
-            assert 'shared' not in nm.list_notebooks()[0]
-            nm.insert_cell(-1, 'code', 'later'); nm.save()
-            assert on_disk(lab.root / name)[-1] == 'later'
-        finally: nm.close_all()
+    write_nb(lab.root / 'ren.ipynb', [new_code_cell('a = 1')])
+    nm, user = manager(lab.root, lab), manager(lab.root, lab)
+    try:
+        nm.use_notebook('n', 'ren.ipynb')
+        nm.insert_cell(-1, 'code', 'before'); nm.save()
+        assert httpx.patch(f'{lab.url}/api/contents/ren.ipynb', headers=h, json={'path': 'ren2.ipynb'}).status_code == 200
+        r = nm.insert_cell(-1, 'code', 'after')
+        s = nm.save()
+        said = ' '.join(x.get('notice', '') for x in (r, s))
+        assert "ren.ipynb was renamed to 'ren2.ipynb'" in said and 'follows it' in said, (r, s)
+        assert s['path'] == 'ren2.ipynb' and nm.list_notebooks()[0]['path'] == 'ren2.ipynb' and nm.list_notebooks()[0]['shared']
+        assert on_disk(lab.root / 'ren2.ipynb') == ['a = 1', 'before', 'after']
+        user.use_notebook('u', 'ren2.ipynb')  # the page, reopened on the new name: the same room
+        nm.insert_cell(-1, 'code', 'later')
+        end = time.monotonic() + LIVE
+        while user.read_cell(-1)['source'] != 'later' and time.monotonic() < end: time.sleep(0.02)
+        assert user.read_cell(-1)['source'] == 'later'
+        assert nm.use_notebook('m', 'ren2.ipynb')['same_as'] == 'n'  # the new path is the open notebook's
+        time.sleep(1.5)  # (the old name written again would be there by now)
+        assert not (lab.root / 'ren.ipynb').exists()
+    finally: nm.close_all(); user.close_all()
 
 def test_a_rename_is_noticed_without_a_save(lab):
-    "Between saves, the server's file is watched: the next answer says the file took over, and it has every edit"
+    "Between saves, the server's file is watched: the next answer names the new path, and the server saves our edits there"
     write_nb(lab.root / 'w.ipynb', [new_code_cell('a = 1')])
     nm = manager(lab.root, lab)
     try:
@@ -550,10 +554,73 @@ def test_a_rename_is_noticed_without_a_save(lab):
         httpx.patch(f'{lab.url}/api/contents/w.ipynb', headers={'Authorization': f'token {lab.token}'}, json={'path': 'w2.ipynb'})
         nm.insert_cell(-1, 'code', 'acked')
         end = time.monotonic() + 5
-        while not (lab.root / 'w.ipynb').exists() and time.monotonic() < end: time.sleep(0.05)
-        assert on_disk(lab.root / 'w.ipynb') == ['a = 1', 'acked']
+        while (not (lab.root / 'w2.ipynb').exists() or on_disk(lab.root / 'w2.ipynb') != ['a = 1', 'acked']) and time.monotonic() < end: time.sleep(0.05)
+        assert on_disk(lab.root / 'w2.ipynb') == ['a = 1', 'acked'] and not (lab.root / 'w.ipynb').exists()
         assert "was renamed to 'w2.ipynb'" in nm.read_cell(0).get('notice', '')
     finally: nm.close_all()
+
+def test_a_notebook_deleted_in_jupyterlab_is_not_written_again(lab):
+    """Deleted in JupyterLab: headlesnb does not bring it back behind the user's back. What it holds stays readable, edits are refused
+    saying what to do; save(force=True) writes it back (then the file takes over), unuse_notebook lets it go"""
+    h = {'Authorization': f'token {lab.token}'}
+    for name in ('del.ipynb', 'del2.ipynb'):
+        write_nb(lab.root / name, [new_code_cell('a = 1')])
+        nm = manager(lab.root, lab)
+        try:
+            nm.use_notebook('n', name)
+            nm.insert_cell(-1, 'code', 'before')
+            assert httpx.delete(f'{lab.url}/api/contents/{name}', headers=h).status_code == 204
+            end, notice = time.monotonic() + 5, ''
+            while not notice and time.monotonic() < end: notice = nm.read_notebook(limit=0).get('notice', ''); time.sleep(0.05)
+            assert f'{name} was deleted' in notice and 'save(force=True)' in notice and 'unuse_notebook' in notice, notice
+            with pytest.raises(ConflictError, match=f'{name} was deleted .*save\\(force=True\\) writes it back'): nm.insert_cell(-1, 'code', 'refused')
+            with pytest.raises(ConflictError, match='was deleted'): nm.save()
+            assert [c['source'] for c in nm.read_notebook(response_format='detailed', limit=0)['cells']] == ['a = 1', 'before']
+            assert 'was deleted' in nm.list_notebooks()[0]['note'] and 'shared' not in nm.list_notebooks()[0]
+            time.sleep(1.5)  # (written again, it would be there by now)
+            assert not (lab.root / name).exists()
+            if name == 'del.ipynb':  # the user wants it back after all
+                assert nm.save(force=True)['saved'] and on_disk(lab.root / name) == ['a = 1', 'before']
+                nm.insert_cell(-1, 'code', 'on the file')
+                assert on_disk(lab.root / name) == ['a = 1', 'before', 'on the file'] and 'shared' not in nm.list_notebooks()[0]
+            else:
+                assert nm.unuse_notebook('n')['closed'] and nm.list_notebooks() == []
+                assert not (lab.root / name).exists()
+        finally: nm.close_all()
+
+def drop_connection(nm, name='n'):
+    "Cut headlesnb's websocket to the room from its side (the server and the room stay up): as a network drop or a NAT timeout would"
+    fd = nm.item(name).doc._ws.transport.get_extra_info('socket').fileno()
+    with socket.socket(fileno=os.dup(fd)) as s: s.shutdown(socket.SHUT_RDWR)
+
+def test_a_dropped_connection_is_joined_again_while_the_server_answers(lab):
+    """Only headlesnb's websocket drops: the server still answers, so it joins the room again and stays shared (the file under an open
+    page would bring "File Changed" at the user's next save). Edits made meanwhile, acknowledged or not, reach the room and the file"""
+    write_nb(lab.root / 'drop.ipynb', [new_code_cell('a = 1')])
+    nm, user = manager(lab.root, lab), manager(lab.root, lab)
+    try:
+        nm.use_notebook('n', 'drop.ipynb'); user.use_notebook('u', 'drop.ipynb')
+        nm.insert_cell(-1, 'code', 'before')
+        drop_connection(nm)
+        time.sleep(0.5)  # (the drop is seen)
+        r = nm.insert_cell(-1, 'code', 'after the drop')  # durable: acknowledged by the server, on the new connection
+        assert 'notice' not in r and nm.list_notebooks()[0].get('shared'), (r, nm.list_notebooks())
+        drop_connection(nm)
+        nm.durable = False
+        for k in range(5): nm.insert_cell(-1, 'code', f'quick {k}')  # right after the drop, not waited for
+        nm.durable = True
+        r = nm.overwrite_cell_source(0, 'a = 2')
+        want = ['a = 2', 'before', 'after the drop', *[f'quick {k}' for k in range(5)]]
+        end = time.monotonic() + LIVE
+        while [c['source'] for c in user.read_notebook(response_format='detailed', limit=0)['cells']] != want and time.monotonic() < end: time.sleep(0.05)
+        assert [c['source'] for c in user.read_notebook(response_format='detailed', limit=0)['cells']] == want  # through the room
+        assert 'notice' not in r and nm.list_notebooks()[0].get('shared'), (r, nm.list_notebooks())
+        user.insert_cell(-1, 'code', 'from the user')  # and the other way
+        end = time.monotonic() + LIVE
+        while nm.read_cell(-1)['source'] != 'from the user' and time.monotonic() < end: time.sleep(0.05)
+        assert nm.read_cell(-1)['source'] == 'from the user'
+        assert nm.save()['saved'] and on_disk(lab.root / 'drop.ipynb') == [*want, 'from the user']
+    finally: nm.close_all(); user.close_all()
 
 def test_a_move_keeps_an_edit_the_server_acknowledged(lab):
     "A move copies the cell: everything the server holds comes in first, so another client's acknowledged edit of it is kept"
@@ -662,3 +729,71 @@ def test_a_notebook_the_server_is_saving_is_not_called_corrupt(lab):
             finally: nm.close_all()
     finally: th.join(30); writer.close_all()
     assert opened and not errors, (opened, errors[:1])
+
+def run_state(nm, i:int, name='n'):
+    "Cell `i`'s run state in the shared document as a client holds it (the page's `[*]`: 'running')"
+    doc = nm.item(name).doc
+    with doc.lock: return doc.ycells[i].get('execution_state')
+
+def test_a_cell_left_running_by_a_killed_client_is_shown_idle_again(lab, tmp_path):
+    "A headlesnb killed while its cell runs leaves it marked running (`[*]`) for good; the next one to open the notebook shows it idle again"
+    write_nb(lab.root / 'busy.ipynb', [new_code_cell('import time; time.sleep(60)'), new_code_cell('1')])
+    script = tmp_path / 'run_and_die.py'
+    script.write_text(f"""import os, signal, time
+from headlesnb.notebook import NotebookManager
+nm = NotebookManager({str(lab.root)!r}, jupyter_url={lab.url!r}, jupyter_token={lab.token!r}, kernel='inprocess', durable=True)
+nm.use_notebook('n', 'busy.ipynb')
+nm.execute_cell(0, wait=0)
+doc, end = nm.item('n').doc, time.monotonic() + 60
+while time.monotonic() < end:
+    with doc.lock:
+        if doc.ycells[0].get('execution_state') == 'running': break
+    time.sleep(0.05)
+doc.commit()  # (the server holds it)
+os.kill(os.getpid(), signal.SIGKILL)
+""")
+    assert subprocess.run([sys.executable, str(script)], timeout=120).returncode == -signal.SIGKILL
+    nm, later = manager(lab.root, lab), manager(lab.root, lab)
+    try:
+        nm.use_notebook('n', 'busy.ipynb')
+        assert run_state(nm, 0) == 'running'  # left by the killed process
+        end = time.monotonic() + STALE_AFTER + 10
+        while run_state(nm, 0) != 'idle' and time.monotonic() < end: time.sleep(0.2)
+        assert run_state(nm, 0) == 'idle'
+        later.use_notebook('n', 'busy.ipynb')  # in the room: the page shows it too
+        assert run_state(later, 0) == 'idle'
+    finally: nm.close_all(); later.close_all()
+
+def test_a_cell_another_headlesnb_runs_is_left_running(lab):
+    "A live headlesnb's run is never taken for one left by a dead client: it says which cells it runs, and the newcomer hears it"
+    write_nb(lab.root / 'live.ipynb', [new_code_cell(f'import time; time.sleep({STALE_AFTER + 10})')])
+    a, b = manager(lab.root, lab), manager(lab.root, lab)
+    try:
+        a.use_notebook('n', 'live.ipynb')
+        r = a.execute_cell(0, wait=0)
+        time.sleep(1)
+        b.use_notebook('n', 'live.ipynb')
+        assert run_state(b, 0) == 'running'
+        time.sleep(STALE_AFTER + 3)
+        assert run_state(b, 0) == 'running' and a.get_run(r['run_id'])['status'] == 'running'
+        assert a.get_run(r['run_id'], wait=30)['status'] == 'ok'
+        end = time.monotonic() + LIVE
+        while run_state(b, 0) != 'idle' and time.monotonic() < end: time.sleep(0.05)
+        assert run_state(b, 0) == 'idle'
+    finally: a.close_all(); b.close_all()
+
+def test_a_cell_the_pages_kernel_runs_is_left_running(nb, lab):
+    "The page's own run (its kernel, a session of the notebook on the server) is never taken for one left by a dead client"
+    page, nm = nb.page, nb.nm
+    nm.overwrite_cell_source(1, f'import time; time.sleep({STALE_AFTER + 15})')
+    page.wait(lambda cs: cs[1]['source'].startswith('import time'), 'the cell')
+    page.editor(1).click(); page.pg.keyboard.press('Shift+Enter')
+    page.wait(lambda cs: cs[1]['prompt'] == '[*]:', 'the cell running in the page', timeout=60)
+    newcomer = manager(lab.root, lab)
+    try:
+        newcomer.use_notebook('n', nb.name)
+        assert run_state(newcomer, 1) == 'running'
+        time.sleep(STALE_AFTER + 3)
+        assert run_state(newcomer, 1) == 'running' and page.cells()[1]['prompt'] == '[*]:'
+    finally: newcomer.close_all()
+    page.wait(lambda cs: cs[1]['prompt'] not in ('[*]:', '[ ]:', ''), 'the run ended', timeout=30)
