@@ -81,6 +81,18 @@ def test_execute_prompt_takes_wait(tmp_path, monkeypatch):
                 assert 'not a prompt' in await err(s, 'execute_prompt', msg_id=code, wait=1)
         run(go)
 
+
+def test_a_run_of_a_closed_notebook_says_so(tmp_path):
+    "A run polled after its notebook was closed answers its status and a note saying so (it said 'no run ... never existed')"
+    async def go():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            d = structured(await call(s, 'insert_execute_code_cell', cell_index=-1, cell_source='print(1)', wait=5))
+            await ok(s, 'unuse_notebook', notebook_name='nb')
+            t = text(await call(s, 'get_run', run_id=d['run_id']))
+            assert 'ENDED: ok' in t and "note: its notebook 'nb' was closed since: its outputs are in nb.ipynb" in t, t
+    run(go)
+
 BAD_NUMBERS = [
     ('execute_code', dict(code='1', wait=True)), ('execute_code', dict(code='1', wait='1')), ('execute_code', dict(code='1', timeout=True)),
     ('execute_code', dict(code='1', timeout='5')), ('insert_execute_code_cell', dict(cell_index=-1, cell_source='1', progress_interval=True)),

@@ -630,8 +630,9 @@ def _fmt_going(self:ToolGroup, d:dict, what:str, notebook:bool=True) -> CallTool
     span = f"outputs {d['since']}-{d['since'] + len(d['outputs']) - 1} of {d['total_outputs']}" if d['outputs'] else f"no new output (of {d['total_outputs']})"
     head = f"{run_state_line(d)}\n{what}: {d['status']}" + (f" [{d['execution_count']}]" if d.get('execution_count') is not None else '') + f"; {span}"
     if d.get('reason'): head += f"; {d['reason']}"
+    if d.get('note'): head += f"\nnote: {d['note']}"  # (what the status does not say: its notebook closed since, its outputs not in the file)
     items = block_items(blocks)
-    keys = ('run_id', 'status', 'elapsed', 'execution_count', 'since', 'next', 'total_outputs', 'done', 'queued_behind', 'name', 'kind', 'reason')
+    keys = ('run_id', 'status', 'elapsed', 'execution_count', 'since', 'next', 'total_outputs', 'done', 'queued_behind', 'name', 'kind', 'reason', 'note')
     return answer(TextContent(type='text', text=head), *blocks, cell_id=d.get('cell_id'), result=items, outputs=items, count=len(items),
                   images=sum(isinstance(i, dict) for i in items), **{k: d[k] for k in keys if k in d})
 
@@ -678,6 +679,7 @@ def run_header(what:str, r:dict, timeout:float, said:bool=False) -> str:
     elif r['status'] == 'timeout': h += f": stopped after the {timeout:g} s timeout"
     if r.get('stuck') and not said: h += "; the code could not be stopped (blocked in C code?): restart_notebook (or restart the dialog's kernel) to go on"
     if r.get('started') is False: h += "; it was interrupted before its turn came, so nothing ran"
+    if r.get('note'): h += f"; {r['note']}"
     if r.get('stored') is False and r.get('started') is not False: h += "; the cell was deleted while it ran, so its outputs were not stored"
     return h
 
