@@ -398,17 +398,25 @@ def dump(self:NbDoc) -> str:
 @patch
 def changed_on_disk(self:NbDoc) -> bool:
     "Has someone else written the file since we last read or wrote it?"
-    with self._disk_lock:  # a leaf lock: our own writers cannot rename between our look and our verdict
-        sig, ours = self._disk
-        try: dfd = self._open_dir(check=False)
-        except FileNotFoundError: return False  # its folder is gone: the next save reports it
-        st = self._lstat(dfd)
-        if st is None or _sig(st) == sig: return False  # deleted (our next save writes it back), or untouched
-        d = read_regular(self.path.name, dir_fd=dfd, flags=_NOFOLLOW)  # a FIFO swapped in is refused, not waited on
-        if d == ours:  # touched but not changed
-            self._disk = _sig(st), ours
-            return False
-        return True
+    with self._disk_lock: return self._changed()  # a leaf lock: our own writers cannot rename between our look and our verdict
+
+@patch
+def _changed(self:NbDoc) -> bool:
+    "`changed_on_disk`, holding `_disk_lock`"
+    sig, ours = self._disk
+    try: dfd = self._open_dir(check=False)
+    except FileNotFoundError: return False  # its folder is gone: the next save reports it
+    st = self._lstat(dfd)
+    if st is None or _sig(st) == sig: return False  # deleted (our next save writes it back), or untouched
+    d = read_regular(self.path.name, dir_fd=dfd, flags=_NOFOLLOW)  # a FIFO swapped in is refused, not waited on
+    if d == ours:  # touched but not changed
+        self._disk = _sig(st), ours
+        return False
+    return True
+
+@patch
+def _not_overwriting(self:NbDoc) -> ConflictError:
+    return ConflictError(f"{self.path} was changed on disk by someone else; not overwriting it (reload to discard our edits, or save with force=True)")
 
 @patch
 def sync(self:NbDoc, strict:bool=True) -> bool:
@@ -437,8 +445,9 @@ def reload(self:NbDoc):
 
 # %% ../nbs/03_document.ipynb #b1c2d3e7
 @patch
-def _write(self:NbDoc, data:bytes, version:int) -> int:
-    "Write snapshot `version` (fsync'd) into place unless a newer one is there; the newest version renamed into place (its folder not yet fsync'd)"
+def _write(self:NbDoc, data:bytes, version:int, force:bool=False) -> int:
+    """Write snapshot `version` (fsync'd) into place unless a newer one is there; the newest version renamed into place (its folder not yet
+    fsync'd). ConflictError, unless `force`, if someone else wrote the file meanwhile (while this one was written and fsync'd)"""
     if self.root is not None and self.path.parent != self.root:  # (a file right in the root: the pinned folder checked below is the root)
         check_in_root(self.root, self.path)
     dfd, tmp, name = self._open_dir(), None, self.path.name
@@ -455,6 +464,7 @@ def _write(self:NbDoc, data:bytes, version:int) -> int:
         finally: os.close(fd)
         with self._disk_lock:
             if version > self._renamed:
+                if not force and self._changed(): raise self._not_overwriting()
                 os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
                 tmp, self._renamed = None, version
                 self._disk = _sig(os.stat(name, dir_fd=dfd, follow_symlinks=False)), data
@@ -470,12 +480,10 @@ def _write_now(self:NbDoc, force:bool=False):
     with self.lock:
         with self._cv:
             if self._durable >= self.version: return
-        if not force and self.changed_on_disk():
-            raise ConflictError(f"{self.path} was changed on disk by someone else; not overwriting it "
-                                "(reload to discard our edits, or save with force=True)")
+        if not force and self.changed_on_disk(): raise self._not_overwriting()
         data, version = self.dump().encode(), self.version
         with self._cv: self._inflight.append(version)
-    try: newest = self._write(data, version)
+    try: newest = self._write(data, version, force)
     except BaseException:
         with self._cv: self._inflight.remove(version); self._cv.notify_all()
         raise
