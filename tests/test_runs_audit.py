@@ -11,20 +11,12 @@ import pytest
 from headlesnb import Engine
 from headlesnb.kernels.subkernel import list_kernelspecs
 from test_mcp import stdio_session, http_server, http_session, ok, text, run  # noqa: F401 (fixture)
+from test_mcp_runs import call, structured as sc
 
 pytestmark = pytest.mark.timeout(180)
 
 SLOW = 'import time\nfor i in range(40):\n    time.sleep(0.5)'  # 20 s of a cell another notebook's run must not wait for
 TICKS = 'import time\nfor i in range(6):\n    print("t", i, flush=True); time.sleep(0.5)\nprint("END")'
-
-
-def sc(res) -> dict: return res.structured_content or {}
-
-
-async def call(s, tool, **args):
-    res = await s.call_tool(tool, args)
-    assert not res.is_error, f'{tool}({args}) failed: {text(res)}'
-    return res
 
 
 def texts(outs) -> list: return [''.join(o.get('text', '')) for o in outs]
