@@ -663,7 +663,7 @@ class Run:
                 self.status = _STATUS.get(st, st)
                 if st == 'timeout': self.reason = 'timeout'
                 self.execution_count = answer.get('execution_count', self.execution_count)
-                if self.kind == 'code': self.done_outputs = answer.get('outputs') or []  # a cell's came with `_cell_ended`
+                if self.kind in ('code', 'prompt'): self.done_outputs = answer.get('outputs') or []  # a cell's came with `_cell_ended`
                 self.note = answer.get('note', self.note)
                 if answer.get('stuck') and not MAIN.serving and threading.current_thread() is not threading.main_thread():
                     self.reason = ("blocked in C code on a background thread, where no interrupt reaches it: in a script, run in-process "

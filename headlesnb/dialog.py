@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg', 'dialog_cells', 'msg2cell', 'msg_dict',
-           'apply_fields', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_markdown']
+           'apply_fields', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_output',
+           'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
 import json, keyword, os, re, shutil, subprocess, threading
@@ -502,8 +503,11 @@ def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=Non
 
 @patch
 def _prompt_run(self:DialogManager, name:str, mid:str, wait, **prompt_kw) -> dict:
-    "Answer prompt `mid` as a run of its message (`run_message`, and `execute_prompt` with `wait`)"
-    def answer(): _began(None, mid); return self.execute_prompt(mid, dialog_name=name, **prompt_kw)  # running from its start
+    "Answer prompt `mid` as a run of its message (`run_message`, and `execute_prompt` with `wait`): the reply is the run's one output"
+    def answer():
+        _began(None, mid)  # running from its start
+        ans = self.execute_prompt(mid, dialog_name=name, **prompt_kw)
+        return dict(ans, outputs=[reply_output(ans['reply'])] if ans['reply'] else [])
     return self._as_run(name, 'prompt', answer, (), wait, mid)
 
 @patch
@@ -688,6 +692,10 @@ def tool_block(tc) -> str:
     d = dict(id=tc.id, name=tc.name, args=tc.input, result=tc.result)
     if tc.is_error: d['error'] = True
     return fenced(json.dumps(d, indent=2, ensure_ascii=False), 'json {.tool}')
+
+def reply_output(reply:str) -> dict:
+    "A prompt's reply as an output (markdown): what its run shows (`get_run`)"
+    return dict(output_type='execute_result', data={'text/markdown': reply}, metadata={}, execution_count=None)
 
 def reply_markdown(rounds) -> str:
     "The reply of a tool loop as Solveit stores it: text and tool blocks, in order"

@@ -7,11 +7,10 @@ __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS',
            'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'one_segment', 'compact_schema',
            'jms_error', 'sendable', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
            'format_variable', 'output_mime', 'output_content', 'register_resources', 'changed_text', 'wants_progress',
-           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'prompt_output', 'run_record', 'RunTools',
-           'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
-           'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews',
-           'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app',
-           'mcp_main']
+           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'RunTools', 'format_message', 'DialogTools',
+           'result_schema', 'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools',
+           'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews', 'register_agent_tools', 'tool_groups',
+           'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app', 'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings
@@ -32,6 +31,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import RUN_KEEP, make_kernel, run_info
+from ..dialog import reply_output
 from ..engine import Engine
 from .options import add_kernel_args, as_argparse, bind, port_number, positive_seconds, root_folder, run_quietly, workspace_name
 from .security import Guard, MAX_BODY, bracket, is_loopback
@@ -351,7 +351,7 @@ async def read_output(self:NotebookTools, cell_index:_CellRef=None,
     def call():
         if run_id is not None:
             if cell_index is not None or cell_id is not None: raise BadArgumentError("give a cell (cell_index or cell_id) or a run_id, not both")
-            outs = run_record(run_owner((self.nm, *self.peers), run_id), run_id)['outputs']
+            outs = run_owner((self.nm, *self.peers), run_id).get_run(run_id)['outputs']
             return format_output_page(outs, output_index, offset, limit, self.opts, OutputsOf(run_id=run_id))
         self.nm.flush_live(notebook_name)
         c = self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), True, notebook_name)
@@ -821,19 +821,6 @@ def run_owner(mgrs, run_id:str):
     raise NotFoundError(f"no run {run_id!r} (it never existed, or ended long ago: the last {RUN_KEEP} ended runs of the notebooks and of the "
                         f"dialogs are kept); runs known: {', '.join(known) or 'none'}")
 
-def prompt_output(reply:str) -> dict:
-    "A prompt's reply as an output, as the dialog stores it in the prompt's message (markdown)"
-    return dict(output_type='execute_result', data={'text/markdown': reply}, metadata={}, execution_count=None)
-
-def run_record(mgr, run_id:str, wait:float=0, since:int=0) -> dict:
-    """`mgr.get_run(run_id, wait, since)`, where a prompt run that ended has its reply as its one output (the dialog keeps the
-    reply in the prompt's message, not among the run's outputs)"""
-    d = mgr.get_run(run_id, wait, since)
-    if d['kind'] != 'prompt' or not d['done'] or d['total_outputs']: return d
-    reply = (mgr._find_run(run_id).answer or {}).get('reply')
-    outs = [prompt_output(reply)] if reply else []
-    return dict(d, outputs=outs[since:], total_outputs=len(outs), next=max(since, len(outs)))
-
 class RunTools(ToolGroup):
     "The tools over every manager's runs (notebooks' and dialogs'): a run id names its manager"
     def _owner(self, run_id): return run_owner(self.mgr, run_id)
@@ -843,7 +830,7 @@ async def get_run(self:RunTools, run_id:_RunId,
         wait:Annotated[float, Field(description="Seconds to wait for news", ge=0, strict=True)]=0,
         since:Annotated[int, Field(description="First output wanted (the last answer's next)", ge=0, strict=True)]=0) -> CallToolResult:
     "A run's status, time so far and outputs from `since` on; `wait`: answers at new output or the end."
-    def poll(): return run_record(self._owner(run_id), run_id, wait, since)
+    def poll(): return self._owner(run_id).get_run(run_id, wait, since)
     def fmt(d): return self._fmt_going(d, f"{d['kind']} run of {d['name']!r}" + (f", cell id {d['cell_id']}" if d.get('cell_id') else ''),
                                        isinstance(self._owner(run_id), NotebookManager))
     if not wait:  # nothing to wait for: answered here, without a thread hop (it only reads)
@@ -998,7 +985,7 @@ def _fmt_reply(self:DialogTools, r:dict) -> list:
     calls = f" after {_plural(len(r['tool_calls']), 'tool call')}" if r['tool_calls'] else ''
     cut = ' (interrupted: the reply so far)' if r.get('status') == 'interrupted' else ''
     bad = ''.join(f"\nnot offered as a tool: {n} ({why})" for n, why in (r.get('bad_tools') or {}).items())
-    reply = (format_outputs([prompt_output(r['reply'])], self.opts, where=OutputsOf(run_id=r['run_id']))[0].text if r.get('run_id') and r['reply']
+    reply = (format_outputs([reply_output(r['reply'])], self.opts, where=OutputsOf(run_id=r['run_id']))[0].text if r.get('run_id') and r['reply']
              else cap_text(r['reply'], self.opts.text_limit))
     return [f"reply to {r['id']}{calls}{cut}:\n{reply}{bad}"]
 
