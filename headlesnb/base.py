@@ -911,14 +911,6 @@ def interrupt_run(self:BaseManager, run_id:str) -> dict:
     if waiting: r._drop()  # it never starts: ended now, out of the queue (not once the run ahead of it ends)
     return dict(run_id=r.id, interrupted=True, status=r.status if r.over or not stopped else 'running')
 
-@patch
-def _drop_waiting(self:BaseManager, name:str) -> int:
-    "End every run of item `name` that waits for its turn (interrupted before it ran); how many"
-    with self._lock: rs = [r for r in self._runs.values() if r.name == name and not r.over and r.waits_turn()]
-    for r in rs: r.stop_asked = True; r._drop()
-    return len(rs)
-
-
 # %% ../nbs/09_base.ipynb #389dd055
 @patch
 def _watch_live(self:BaseManager):
