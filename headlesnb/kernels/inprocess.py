@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from ..errors import BadArgumentError, KernelError
 from ..utils import strip_ansi, utc_now
 from .mainthread import MAIN
-from .kernel import OUTPUT_LIMIT, RunResult, Kernel, cap_output, namespace_variables, namespace_variable, run_timeout
+from .kernel import OUTPUT_LIMIT, RunResult, Kernel, cap_output, namespace_variables, namespace_variable, py_body, run_timeout
 from .zmqshell import (ZMQInteractiveShell, CellOutputs, STDOUT, STDERR, LOOP_SHELLS, RUNNING, HOST, OWNER, KERNEL_ENV,
                                 INLINE_BACKEND, kernel_argv, refuse_input, refuse_getpass)
 
@@ -332,8 +332,8 @@ class _HereRun(_Handed):
 
 # %% ../../nbs/06_kernels.inprocess.ipynb #15dcb5b3
 def _strip_py_magic(lines:list) -> list:
-    "Input transformer: a leading `%%py` line is dropped, the body runs as a normal cell"
-    return lines[1:] if lines and lines[0].strip() == '%%py' else lines
+    "Input transformer: `py_body` of the cell"
+    return py_body(''.join(lines)).splitlines(keepends=True)
 
 _LOOP_THREAD = 'headlesnb-kernel'
 

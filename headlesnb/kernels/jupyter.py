@@ -17,7 +17,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_notebook
 
 from ..errors import BadArgumentError, KernelError, NotFoundError
-from .kernel import Kernel, RunResult, cap_output, check_variable_name, run_timeout, _VARS_EXPR, _variable
+from .kernel import Kernel, RunResult, cap_output, check_variable_name, py_body, run_timeout, _VARS_EXPR, _variable
 from ..utils import strip_ansi, utc_now
 
 # %% ../../nbs/06b_kernels.jupyter.ipynb #42510b3e
@@ -227,11 +227,6 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
     self._queued(+1)
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._arun(code, timeout), kernel_loop()))
 
-def _py_body(code:str) -> str:
-    "`code` without a leading `%%py` line (Solveit's dialoghelper prepends it to code it runs): a Python kernel runs the body, as the in-process one does"
-    first, _, body = code.partition('\n')
-    return body if first.strip() == '%%py' else code
-
 @patch_to(JupyterKernel)
 async def _arun(self, code:str, timeout) -> RunResult:
     try:
@@ -248,7 +243,7 @@ async def _arun(self, code:str, timeout) -> RunResult:
                 msg = 'The cell was interrupted before it ran.'
                 return RunResult([{'output_type': 'error', 'ename': 'KeyboardInterrupt', 'evalue': msg, 'traceback': [f'KeyboardInterrupt: {msg}']}],
                                  None, 'interrupted', started, utc_now())
-            return await self._execute(client, _py_body(code) if self.language == 'python' else code, timeout, ex)
+            return await self._execute(client, py_body(code) if self.language == 'python' else code, timeout, ex)
         finally: self._lock.release()
     finally:
         self._stop_first = False  # (one asked for as this run ended is not the next run's)
