@@ -2,7 +2,7 @@
 `python -m headlesnb.fronts.mcp` subprocesses (stdio and streamable HTTP).
 
 `interrupt(run_id=...)` stops a dialog's run as its own answer says; a prompt run answers its reply (run_msg, get_run);
-numeric arguments of the run tools refuse booleans and numeric strings, as the Python API does; Ctrl-C of the HTTP server
+`--tools dialogs` has the interrupt and read_output those answers name; numeric arguments of the run tools refuse booleans and numeric strings, as the Python API does; Ctrl-C of the HTTP server
 with a poll pending exits 130 quietly; every cut output of a dialog run names a way to read the rest that works.
 Every server process is stopped by PID.
 """
@@ -24,10 +24,14 @@ async def new_msg(s, content, msg_type) -> str:
     return re.search(r'message ([0-9a-f]{8})', await ok(s, 'add_msg', content=content, msg_type=msg_type))[1]
 
 
-def test_interrupt_by_run_id_stops_a_dialog_run(tmp_path):
+# `--tools dialogs`: no notebook tools, yet a dialog run's answer names interrupt and read_output: the server has them
+ONLY_DIALOGS = pytest.mark.parametrize('tools', [(), ('--tools', 'dialogs')], ids=['all', 'dialogs'])
+
+@ONLY_DIALOGS
+def test_interrupt_by_run_id_stops_a_dialog_run(tmp_path, tools):
     "D5: the [RUNNING ...] line of a dialog run says interrupt(run_id=...): that call stops it (it said 'no run', 'runs known: none')"
     async def go():
-        async with stdio_session(tmp_path) as s:
+        async with stdio_session(tmp_path, *tools) as s:
             await ok(s, 'use_dialog', dialog_name='d', mode='create')
             d = structured(await call(s, 'run_msg', msg_id=await new_msg(s, SLOW, 'code'), wait=0.6))
             rid = d['run_id']
@@ -164,10 +168,11 @@ async def reads_the_rest(s, answer_text):
     return page
 
 
-def test_cut_outputs_of_dialog_runs_say_how_to_read_the_rest(tmp_path):
+@ONLY_DIALOGS
+def test_cut_outputs_of_dialog_runs_say_how_to_read_the_rest(tmp_path, tools):
     "D15: a cut dialog output named read_output(..., notebook_name='d') and notebook://d/..., which fail; run_msg ended within its call named nothing"
     async def go():
-        async with stdio_session(tmp_path) as s:
+        async with stdio_session(tmp_path, *tools) as s:
             await ok(s, 'use_dialog', dialog_name='d', mode='create')
             mid = await new_msg(s, BIG.format(t=0), 'code')
             await reads_the_rest(s, text(await call(s, 'run_msg', msg_id=mid)))              # ended within the call, no wait

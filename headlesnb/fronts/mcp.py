@@ -7,10 +7,11 @@ __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS',
            'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'one_segment', 'compact_schema',
            'jms_error', 'sendable', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
            'format_variable', 'output_mime', 'output_content', 'register_resources', 'changed_text', 'wants_progress',
-           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'RunTools', 'format_message', 'DialogTools',
-           'result_schema', 'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools',
-           'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews', 'register_agent_tools', 'tool_groups',
-           'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app', 'mcp_main']
+           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'stop_run_text', 'run_output_page', 'RunTools',
+           'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
+           'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews',
+           'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app',
+           'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings
@@ -159,6 +160,9 @@ _Interval = Annotated[float, Field(description="Progress every N s", ge=0, stric
 _Stream = Annotated[bool, Field(description="Add a status block after the outputs")]
 _Wait = Annotated[float|None, Field(description="Answer within N s; longer runs go on (get_run)", ge=0, strict=True)]
 _RunId = Annotated[str, Field(description="From a run's answer or list_runs")]
+_OutIndex = Annotated[int, Field(description="Output (0-based)", ge=0, strict=True)]
+_Offset = Annotated[int, Field(description="First character", ge=0, strict=True)]
+_Limit = Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0, strict=True)]
 _Hash = Annotated[str|None, Field(description="From a read: refused if changed since")]
 _Pos = Annotated[StrictInt|str, Field(description="New cell's index (-1 appends) or id to insert before")]
 
@@ -342,17 +346,13 @@ async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Ca
 # %% ../../nbs/22a_fronts.mcp.ipynb #9a4b4e75
 @patch
 async def read_output(self:NotebookTools, cell_index:_CellRef=None,
-        output_index:Annotated[int, Field(description="Output (0-based)", ge=0, strict=True)]=0,
-        offset:Annotated[int, Field(description="First character", ge=0, strict=True)]=0,
-        limit:Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0, strict=True)]=0,
-        notebook_name:_NbName=None, cell_id:_CellId=None,
+        output_index:_OutIndex=0, offset:_Offset=0, limit:_Limit=0, notebook_name:_NbName=None, cell_id:_CellId=None,
         run_id:Annotated[str|None, Field(description="A run's output instead of a cell's (execute_code's are in no cell)")]=None) -> CallToolResult:
     "Page through one output of a cell, or of a run, from a character offset: the rest of what an answer cut."
     def call():
         if run_id is not None:
             if cell_index is not None or cell_id is not None: raise BadArgumentError("give a cell (cell_index or cell_id) or a run_id, not both")
-            outs = run_owner((self.nm, *self.peers), run_id).get_run(run_id)['outputs']
-            return format_output_page(outs, output_index, offset, limit, self.opts, OutputsOf(run_id=run_id))
+            return run_output_page((self.nm, *self.peers), run_id, output_index, offset, limit, self.opts)
         self.nm.flush_live(notebook_name)
         c = self.nm.read_cell(self._cell(cell_index, cell_id, notebook_name), True, notebook_name)
         return format_output_page(c.get('outputs') or [], output_index, offset, limit, self.opts, (self._name(notebook_name), c['id']))
@@ -805,7 +805,7 @@ async def interrupt(self:NotebookTools, notebook_name:_NbName=None,
         d['elsewhere'] = [r for r in self.nm.list_runs() if not r['done'] and r['name'] != d['name']]
         return d
     def fmt(d):
-        if run_id is not None: return f"run {d['run_id']}: " + ("stopping it" if d['interrupted'] else f"it had already ended ({d['status']})")
+        if run_id is not None: return stop_run_text(d)
         text = (f"interrupted the code running in {d['name']!r}" if d['interrupted'] else f"nothing was running in {d['name']!r}") + (
                 f"; {_plural(d['dropped'], 'queued run')} dropped" if d.get('dropped') else '')
         if d['elsewhere']:
@@ -821,9 +821,28 @@ def run_owner(mgrs, run_id:str):
     raise NotFoundError(f"no run {run_id!r} (it never existed, or ended long ago: the last {RUN_KEEP} ended runs of the notebooks and of the "
                         f"dialogs are kept); runs known: {', '.join(known) or 'none'}")
 
+def stop_run_text(d:dict) -> str:
+    "What `interrupt(run_id=...)` did to the run"
+    return f"run {d['run_id']}: " + ("stopping it" if d['interrupted'] else f"it had already ended ({d['status']})")
+
+def run_output_page(mgrs, run_id:str, output_index:int, offset:int, limit:int, opts) -> list:
+    "A page of output `output_index` of run `run_id`, whichever of `mgrs` owns it (a notebook's, a dialog's)"
+    outs = run_owner(mgrs, run_id).get_run(run_id)['outputs']
+    return format_output_page(outs, output_index, offset, limit, opts, OutputsOf(run_id=run_id))
+
 class RunTools(ToolGroup):
     "The tools over every manager's runs (notebooks' and dialogs'): a run id names its manager"
     def _owner(self, run_id): return run_owner(self.mgr, run_id)
+
+@patch
+async def interrupt(self:RunTools, run_id:_RunId) -> CallToolResult:
+    "Stop a run (a notebook's or a dialog's) by its id."
+    return await self._do(lambda: self._owner(run_id).interrupt_run(run_id), stop_run_text)
+
+@patch
+async def read_output(self:RunTools, run_id:_RunId, output_index:_OutIndex=0, offset:_Offset=0, limit:_Limit=0) -> CallToolResult:
+    "Page through one output of a run from a character offset: the rest of what an answer cut."
+    return await self._do(lambda: run_output_page(self.mgr, run_id, output_index, offset, limit, self.opts), lambda blocks: blocks)
 
 @patch
 async def get_run(self:RunTools, run_id:_RunId,
@@ -1407,6 +1426,9 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
                     workspace=lambda: register_workspace_tools(srv, eng.workspaces, opts, workspace, shell),
                     agents=lambda: register_agent_tools(srv, eng.agents, opts))
     for g in groups: _grouped(srv, g, register[g])
+    if 'dialogs' in groups and 'notebooks' not in groups:  # the notebook tools stop and page any run; without them, these do (a dialog run's answer names them)
+        for n in ('interrupt', 'read_output'):
+            srv.add_tool(getattr(runs, n), name=n, annotations=ToolAnnotations(title=_title(n), **NOTEBOOK_TOOLS[n]), structured_output=False)
     return srv
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #dfaf0454
