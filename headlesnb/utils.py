@@ -15,11 +15,13 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 from .errors import BadArgumentError, ConflictError
 
 # %% ../nbs/01_utils.ipynb #5a8724c5
-def cap_text(s:str, limit:int|None) -> str:
-    "`s` cut to `limit` characters (None or 0: no cap), keeping the head and a fifth of the limit from the tail, with a marker"
+def cap_text(s:str, limit:int|None, more=None) -> str:
+    """`s` cut to `limit` characters (None or 0: no cap), keeping the head and a fifth of the limit from the tail, with a marker;
+    `more(offset)`: the call that reads on from where the head ends, named in the marker"""
     if not limit or len(s) <= limit: return s
     tail = limit // 5
-    return f"{s[:limit-tail]}\n... [output truncated: {len(s)-limit:,} more characters] ...\n{s[len(s)-tail:] if tail else ''}"
+    how = f"; {more(limit - tail)} reads on from there" if more else ''
+    return f"{s[:limit-tail]}\n... [output truncated: {len(s)-limit:,} more characters{how}] ...\n{s[len(s)-tail:] if tail else ''}"
 
 _ANSI_RE = re.compile(r'\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]')
 

@@ -302,6 +302,31 @@ def test_dialog_tools(tmp_path):
     run(main)
 
 
+def test_long_messages_say_how_to_read_the_rest(tmp_path):
+    "A message cut for the model names the read_msg call that reads on, and following it reaches the end; find_msgs keeps to the budget and names the messages it left out"
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_dialog', dialog_name='sub/d', mode='create')
+            long = (await ok(s, 'add_msg', content='x = 1\n' + 'a' * 50_000 + 'THE END', msg_type='code')).split()[3]
+            others = [(await ok(s, 'add_msg', content=f'note {i} ' + 'b' * 9_000)).split()[3] for i in range(4)]
+            await ok(s, 'use_dialog', dialog_name='other', mode='create')  # the calls named work from another active dialog
+            text = await ok(s, 'read_msg', msg_id=long, dialog_name='sub/d')
+            assert len(text) < 21_000 and 'THE END' in text, len(text)
+            seen, call = '', re.search(r"read_msg\(msg_id='(\w+)', offset=(\d+), dialog_name='sub/d'\)", text)
+            assert call and call[1] == long, text[15_000:16_500]
+            seen, at = text[:int(call[2])], int(call[2])
+            while at is not None:
+                page = await ok(s, 'read_msg', msg_id=long, offset=at, dialog_name='sub/d')
+                head, _, body = page.partition('\n')
+                seen, at = seen + body, int(re.search(r'next: .*offset=(\d+)', head)[1]) if 'next:' in head else None
+            assert seen.endswith('a' * 100 + 'THE END') and seen.count('THE END') == 1
+            assert 'outside message' in await err(s, 'read_msg', msg_id=long, offset=10**7, dialog_name='sub/d')
+            found = await ok(s, 'find_msgs', re_pattern='note', dialog_name='sub/d')
+            assert len(found) < 21_000 and f'id {others[0]}' in found, len(found)
+            assert f'[2 more matching messages left out of this answer: {others[2]}, {others[3]}; read_msg(msg_id=...) reads one' in found, found[-500:]
+    run(main)
+
+
 def test_workspace_tools(tmp_path):
     (tmp_path / 'a.py').write_text('import os\n\ndef f(x):\n    return x + 1\n')
     async def main():

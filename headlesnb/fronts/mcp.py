@@ -874,12 +874,17 @@ _DlgName = str|None  # default: the active one (said once, in the instructions)
 _MsgType = Literal['code', 'note', 'prompt', 'raw']
 _FLAG_NAMES = ('pinned', 'skipped', 'exported', 'bookmark')
 
-def format_message(m:dict, opts:McpOptions, output:bool=True) -> str:
-    "One message as text: `code · id 1a2b3c4d · hash 0f1e2d3c · pinned` then content and its output as an LLM reads it"
+def format_message(m:dict, opts:McpOptions, output:bool=True, dialog:str|None=None, offset:int=0) -> str:
+    """One message as text: `code · id 1a2b3c4d · hash 0f1e2d3c · pinned` then content and its output as an LLM reads it,
+    within `opts.text_limit`: a cut names the `read_msg` call that reads on (in `dialog`, if named); `offset`: the page from there"""
     flags = [f if f != 'bookmark' else f'bookmark {m[f]}' for f in _FLAG_NAMES if m.get(f)] + (['queued/running'] if m.get('run') else [])
     text = ' · '.join([m['msg_type'], f"id {m['id']}", *([f"hash {m['hash']}"] if m.get('hash') else []), *flags]) + '\n' + (m['content'] or '(empty)')
     if output and m.get('ai_output'): text += f"\n--- {'reply' if m['msg_type'] == 'prompt' else 'output'}:\n{m['ai_output']}"
-    return cap_text(text, opts.text_limit)
+    def more(at): return f"read_msg(msg_id={m['id']!r}, offset={at}" + (f", dialog_name={dialog!r}" if dialog else '') + ')'
+    if not offset: return cap_text(text, opts.text_limit, more)  # (without its output, the text is the head of the one read_msg pages)
+    p = page_text(text, offset, opts.text_limit, f"message {m['id']}")
+    return (f"message {m['id']}: characters {p['offset']:,}-{p['end']:,} of {p['total']:,}; "
+            + (f"next: {more(p['next_offset'])}" if p['next_offset'] is not None else 'the end') + f"\n{p['text']}")
 
 class DialogTools(ToolGroup):
     "The dialog tools of the MCP server, over one `DialogManager`"
@@ -921,7 +926,18 @@ async def find_msgs(self:DialogTools,
         use_regex:Annotated[bool, Field(description="false: plain text")]=True,
         dialog_name:_DlgName=None) -> CallToolResult:
     "Find messages in a dialog, in order."
-    def fmt(ms): return '\n\n'.join(format_message(m, self.opts, include_output) for m in ms) if ms else "no matching messages"
+    def fmt(ms):
+        if not ms: return "no matching messages"
+        parts, used = [], 0
+        for i, m in enumerate(ms):  # whole messages while the answer's budget lasts; the ones left out named
+            t = format_message(m, self.opts, include_output, dialog_name)
+            if parts and used + len(t) > self.opts.text_limit:
+                ids = [x['id'] for x in ms[i:]]
+                parts.append(f"[{_plural(len(ids), 'more matching message')} left out of this answer: {', '.join(ids[:50])}{' …' if len(ids) > 50 else ''}; "
+                             "read_msg(msg_id=...) reads one, a narrower re_pattern or limit finds fewer]")
+                break
+            parts.append(t); used += len(t)
+        return '\n\n'.join(parts)
     return await self._do(lambda: self.dm.find_messages(re_pattern, msg_type, include_output=include_output, include_skipped=include_skipped,
                                                         context=context, limit=limit, use_regex=use_regex, only_err=only_err, only_exp=only_exp,
                                                         only_chg=only_chg, headers_only=headers_only, header_section=header_section,
@@ -932,9 +948,9 @@ async def read_msg(self:DialogTools,
         msg_id:Annotated[str|None, Field(description="Message id (default: the current one)")]=None,
         n:Annotated[int, Field(description="Offset when relative, else index (<0 from the end)")]=0,
         relative:Annotated[bool, Field(description="n relative to msg_id?")]=True,
-        dialog_name:_DlgName=None) -> CallToolResult:
-    "Read one message of a dialog."
-    return await self._do(lambda: self.dm.read_message(msg_id, n, relative, dialog_name), lambda m: format_message(m, self.opts))
+        offset:_Offset=0, dialog_name:_DlgName=None) -> CallToolResult:
+    "Read one message of a dialog (a long one on from a character offset)."
+    return await self._do(lambda: self.dm.read_message(msg_id, n, relative, dialog_name), lambda m: format_message(m, self.opts, dialog=dialog_name, offset=offset))
 
 @patch
 async def add_msg(self:DialogTools,

@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['IMAGE_MAX_BYTES', 'CELL_COLS', 'META', 'McpOptions', 'markdown_table', 'html_summary', 'image_type', 'shrink_image',
            'image_blocks', 'collapse_cr', 'clean_traceback', 'output_text', 'output_blocks', 'OutputsOf', 'output_uri',
-           'format_outputs', 'block_items', 'page_output', 'format_output_page', 'cell_header', 'format_cell',
-           'format_notebook', 'tsv', 'first_line', 'brief_line', 'cells_table', 'one_line', 'error_text',
+           'format_outputs', 'block_items', 'page_output', 'page_text', 'format_output_page', 'cell_header',
+           'format_cell', 'format_notebook', 'tsv', 'first_line', 'brief_line', 'cells_table', 'one_line', 'error_text',
            'error_result', 'exc_result', 'text_result', 'answer']
 
 # %% ../../nbs/22_fronts.mcp_format.ipynb #313e03da
@@ -336,11 +336,14 @@ def block_items(blocks:list) -> list:
 # %% ../../nbs/22_fronts.mcp_format.ipynb #81d817e5
 def page_output(output:dict, offset:int=0, limit:int=0) -> dict:
     "Characters `offset` to `offset + limit` (0: to the end) of one output's text as a model reads it (`output_text`): `text`, `offset`, `end`, `total`, `next_offset` (None at the end), `line` (of `offset`, from 1) and `lines`"
-    check_int(offset, 'offset', 0); check_int(limit, 'limit', 0)
     if _is_image(output): raise BadArgumentError("this output is an image, not text: read it whole (read_output without an offset, or its resource)")
-    text = output_text(output)
+    return page_text(output_text(output), offset, limit, 'the output')
+
+def page_text(text:str, offset:int=0, limit:int=0, what:str='the text') -> dict:
+    "Characters `offset` to `offset + limit` (0: to the end) of `text` (`what` names it in errors), with where they are: as `page_output`"
+    check_int(offset, 'offset', 0); check_int(limit, 'limit', 0)
     if offset > len(text) or (offset == len(text) and text):
-        raise BadArgumentError(f"offset {offset:,} is outside the output: it has {len(text):,} characters, so offsets 0-{max(0, len(text) - 1):,}")
+        raise BadArgumentError(f"offset {offset:,} is outside {what}: it has {len(text):,} characters, so offsets 0-{max(0, len(text) - 1):,}")
     end = len(text) if not limit else min(len(text), offset + limit)
     return dict(text=text[offset:end], offset=offset, end=end, total=len(text), next_offset=end if end < len(text) else None,
                 line=text.count('\n', 0, offset) + 1, lines=text.count('\n') + (bool(text) and not text.endswith('\n')))
