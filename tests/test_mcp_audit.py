@@ -10,7 +10,7 @@
   not the image they claim are not sent as an image, and `--notebook missing.ipynb` says what to do on the command line.
 Servers are real subprocesses, stopped by PID at the end of each test (conftest's reaper).
 """
-import base64, json, os, re, subprocess, sys
+import base64, json, os, re, select, subprocess, sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -124,3 +124,24 @@ def test_what_a_cut_names_resolves_over_stdio(tmp_path):
             at = int(call[2])
             assert page.split('\n', 1)[1] == ('q' * 40000 + '\n')[at:at + 20_000], page[:300]  # a page: one answer's worth (text_limit)
     anyio.run(main)
+
+
+def test_half_an_emoji_in_a_stdio_call_is_answered(tmp_path):
+    """A lone surrogate escape (`\\ud83d`, as Node's JSON writes half an emoji) is valid JSON that the SDK's parser refused: the call
+    was never answered and its client waited for ever. It is answered, the half character stored as U+FFFD"""
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.mcp', '--root', str(tmp_path)], env=ENV, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def call(id_, method, **params):
+        p.stdin.write(json.dumps({'jsonrpc': '2.0', 'id': id_, 'method': method, 'params': params}) + '\n'); p.stdin.flush()
+        assert select.select([p.stdout], [], [], 60)[0], f'no answer to {method} (id {id_}) in 60 s'
+        return json.loads(p.stdout.readline())
+    try:
+        assert call(1, 'initialize', **INIT['params'])['id'] == 1
+        p.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        call(2, 'tools/call', name='use_notebook', arguments={'notebook_name': 'n', 'mode': 'create'})
+        # json.dumps writes the lone surrogate as the escape `\ud83d`, as Node does
+        r = call(3, 'tools/call', name='insert_cell', arguments={'cell_index': 0, 'cell_type': 'markdown', 'cell_source': 'half \ud83d emoji'})
+        assert r['id'] == 3 and not r['result']['isError'], r
+        assert ''.join(json.loads((tmp_path / 'n.ipynb').read_text())['cells'][0]['source']) == 'half \ufffd emoji'
+    finally:
+        p.kill(); p.wait()

@@ -29,6 +29,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import jsonrpc_message_adapter
 from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import RUN_KEEP, make_kernel, run_info
@@ -105,8 +108,33 @@ def sendable(res:CallToolResult) -> CallToolResult:
     if sc is res.structured_content and meta is res.meta and all(a is b for a, b in zip(content, res.content)): return res
     return res.model_copy(update=dict(content=content, structured_content=sc, meta=meta))
 
+def _mended(item):
+    """A stdio line the SDK's JSON parser refused, read again by Python's, which takes a lone surrogate escape (`\\ud83d`, as Node
+    writes half an emoji), each lone surrogate made U+FFFD: unread, its request would never be answered. Anything else as it was"""
+    if not isinstance(item, ValidationError): return item
+    try: msg = jsonrpc_message_adapter.validate_python(utf8_safe(json.loads(item.errors()[0]['input'])), by_name=False)
+    except Exception: return item  # (not JSON at all, or nested past the parser's depth: the SDK's way)
+    return SessionMessage(msg)
+
+class _MendedStream:
+    "The stdio transport's read stream, through `_mended`"
+    def __init__(self, inner): self.inner = inner
+    def __getattr__(self, name): return getattr(self.inner, name)  # (`last_context`: the sender's context)
+    async def receive(self): return _mended(await self.inner.receive())
+    def __aiter__(self): return self
+    async def __anext__(self):
+        try: return await self.receive()
+        except anyio.EndOfStream: raise StopAsyncIteration from None
+    async def aclose(self): await self.inner.aclose()
+    async def __aenter__(self): return self
+    async def __aexit__(self, *exc): await self.aclose()
+
 class HeadlesnbMCPServer(MCPServer):
     "`MCPServer` whose failed calls always answer one line with `is_error`, refusing unknown arguments; tools listed with compact schemas"
+    async def run_stdio_async(self):
+        async with stdio_server() as (read, write):
+            await self._lowlevel_server.run(_MendedStream(read), write, self._lowlevel_server.create_initialization_options())
+
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.kinds = {}   # tool -> the `kind` of its structuredContent (jupyter-mcp-server 2.2's name for what an answer is)
