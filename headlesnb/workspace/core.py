@@ -234,7 +234,8 @@ def _hold(self:Workspace):
                 os.close(fd)
                 who = 'another WorkspaceManager of this process' if pid == str(os.getpid()) else f"another process (pid {pid or 'unknown'})"
                 raise ConflictError(f"workspace {self.name!r} ({self.rel(self.path)}) is open in {who}, and only one may change it: use another "
-                                    "workspace name (headlesnb mcp --workspace NAME), or close it there (close_workspace, or stop that process) first") from None
+                                    "workspace name (headlesnb mcp --workspace NAME), or have it let go there first (stop that process; in Python, "
+                                    "WorkspaceManager.close_workspace)") from None
             except OSError: os.close(fd); raise
             if _is_file(fd, lock): break
             os.close(fd)  # its last holder removed it as we took it: take the one there now
@@ -464,12 +465,12 @@ def sync(self:Workspace, strict:bool=True) -> bool:
 
 @patch
 def _restore(self:Workspace):
-    "Load the state file (CorruptFileError when it is not a workspace state); each idea reads its share"
-    rel = self.rel(self.path)
+    "Load the state file (CorruptFileError, naming it and what to do, when it is not a workspace state); each idea reads its share"
+    where, fix = self.path, f"fix it, or move it away to start workspace {self.name!r} empty; nothing was changed"
     try: d = json.loads(read_regular(self.path))
-    except OSError as e: raise BadArgumentError(f"cannot read workspace state {rel}: {e.strerror or e}") from None
-    except (ValueError, UnicodeDecodeError) as e: raise CorruptFileError(f"{rel}: not valid JSON ({e})") from None
-    if not isinstance(d, dict) or d.get('version') != 1: raise CorruptFileError(f"{rel}: not a workspace state (version 1 expected)")
+    except OSError as e: raise BadArgumentError(f"cannot read workspace state {where}: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e: raise CorruptFileError(f"{where}: not valid JSON ({e}): {fix}") from None  # (nested too deep: Python's parser gives up)
+    if not isinstance(d, dict) or d.get('version') != 1: raise CorruptFileError(f"{where}: not a workspace state (version 1 expected): {fix}")
     try:
         self._next, self._note_n = int(d['next_id']), int(d.get('note_n', 0))
         self.dialog = d.get('dialog')
@@ -478,7 +479,7 @@ def _restore(self:Workspace):
         for p in PARTS.values():
             if p.restore: p.restore(self, d)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise CorruptFileError(f"{rel}: bad workspace state ({type(e).__name__}: {e})") from None
+        raise CorruptFileError(f"{where}: bad workspace state ({type(e).__name__}: {e}): {fix}") from None
 
 # %% ../../nbs/14_workspace.core.ipynb #d122d9e6
 @patch
