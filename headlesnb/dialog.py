@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg', 'dialog_cells', 'msg2cell', 'msg_dict',
-           'apply_fields', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block', 'reply_output',
-           'reply_markdown']
+           'apply_fields', 'DialogDoc', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block',
+           'reply_output', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
 import json, keyword, os, re, shutil, subprocess, threading
@@ -125,6 +125,16 @@ def apply_fields(m:DlgMessage, fields:dict) -> DlgMessage:
     return m
 
 # %% ../nbs/13_dialog.ipynb #071b0b73
+class DialogDoc(NbDoc):
+    "A dialog's document: a lookup of an id it does not have speaks of messages, the word a dialog's caller knows"
+    dialog = None  # the dialog's name (set when it opens)
+    def cell(self, cell_id:str) -> dict:
+        try: return super().cell(cell_id)
+        except NotFoundError:
+            where = self.path.relative_to(self.root).as_posix() if self.root else self.path.name
+            raise NotFoundError(f"no message {cell_id!r} in dialog {self.dialog!r} ({where}): find_msgs (Python: find_messages) "
+                                "lists its messages") from None
+
 class DialogManager(BaseManager):
     "Dialogs under `root`: messages with undo, a kernel and run queue each, and prompts answered by an LLM"
     kind = 'dialog'
@@ -137,6 +147,9 @@ class DialogManager(BaseManager):
         # [(name, text)], rendered afresh before every request of a prompt, and extra tools {name: function}
         # that run in this process (not in the kernel)
         self.section_providers, self.tool_providers = [], []
+        # Other managers over the root (the Engine's notebooks): `remove_dialog` refuses a dialog one of them holds open,
+        # whose next save would write it back
+        self.peers = []
 
     @property
     def llm(self):
@@ -147,7 +160,8 @@ class DialogManager(BaseManager):
         return self._llm
 
     def _new_doc(self, path):
-        return NbDoc.create(path, metadata={'solveit': {'mode': 'learning', 'ver': 2}}, save_delay=self.save_delay)
+        return DialogDoc.create(path, metadata={'solveit': {'mode': 'learning', 'ver': 2}}, save_delay=self.save_delay)
+    def _load_doc(self, path): return DialogDoc.load(path, save_delay=self.save_delay)
 
     def _info(self, it) -> dict:
         meta = it.doc.metadata.get('solveit', {})
@@ -161,14 +175,24 @@ class DialogManager(BaseManager):
         return self._info(self._open_with_kernel(dialog_name, dialog_path, mode, kernel, kernel_id))
 
     def _prepare(self, it):
-        it.state['current'] = None
+        it.state['current'], it.doc.dialog = None, it.name
         self._reloaded(it)
-        it.state['reread'] = False
 
     def _reloaded(self, it):
         "Old prompt/reply markdown cells become prompt cells in memory (same dicts, same ids); the file is written only on an edit"
         conv_old_prompts(it.doc.nb)
-        it.state['reread'] = True  # (its undo history was cleared: `undo` says why when it runs short)
+        self._drop_gone_current(it)
+
+    def _drop_gone_current(self, it):
+        """A current message that is gone (deleted, undone, redone away, not in the file read again) is no longer current: the
+        dialog has none, as after `delete_messages` of it, until a message is added or run"""
+        if it.state['current'] not in it.doc._by_id: it.state['current'] = None
+
+    def _undo_redo(self, step, steps, dialog_name) -> dict:
+        "Undo or redo (`step`: `_undo`/`_redo`) `steps` steps; a current message they take away is current no longer"
+        with self.edit(dialog_name) as it:
+            try: return step(it.name, steps)
+            finally: self._drop_gone_current(it)  # (also after steps that failed part way)
 
     def unuse_dialog(self, dialog_name:str|None=None) -> dict:
         "Save and close a dialog, freeing its kernel (queued runs are dropped)"
@@ -177,14 +201,8 @@ class DialogManager(BaseManager):
 
     def set_active_dialog(self, dialog_name:str) -> dict: return self._info(self._activate(dialog_name))
     def list_dialogs(self) -> list: return [self._info(it) for it in list(self._items.values())]
-    def undo(self, steps:int=1, dialog_name:str|None=None) -> dict:
-        try: return self._undo(dialog_name, steps)
-        except BadArgumentError as e:
-            it = self.item(dialog_name)
-            if not it.state.get('reread'): raise
-            raise BadArgumentError(f"{e} in {self.rel(it.path)}: its undo history was cleared when the file was read again "
-                                   "(it changed on disk, or was reloaded); edits made since can be undone") from None
-    def redo(self, steps:int=1, dialog_name:str|None=None) -> dict: return self._redo(dialog_name, steps)
+    def undo(self, steps:int=1, dialog_name:str|None=None) -> dict: return self._undo_redo(self._undo, steps, dialog_name)
+    def redo(self, steps:int=1, dialog_name:str|None=None) -> dict: return self._undo_redo(self._redo, steps, dialog_name)
     def get_history(self, dialog_name:str|None=None) -> dict: return self._history(dialog_name)
     def clear_history(self, dialog_name:str|None=None) -> dict: return self._clear_history(dialog_name)
     def save(self, dialog_name:str|None=None, force:bool=False) -> dict: return self._save(dialog_name, force)
@@ -219,7 +237,10 @@ def read_message(self:DialogManager, msg_id:str|None=None, n:int=0, relative:boo
             base = it.doc.index(msg_id) if msg_id else it.doc.index(it.state['current']) if it.state['current'] else len(cells)
             i = base + n
         else: i = n + len(cells) if n < 0 else n
-        if not 0 <= i < len(cells): raise NotFoundError(f"no message at {'offset ' if relative else 'index '}{n}: the dialog has {len(cells)} messages")
+        if not 0 <= i < len(cells):
+            why = ('; it has no current message (none added or run since it opened, or it was deleted or undone), so offsets count '
+                   'from its end: n=-1 is the last' if relative and not msg_id and not it.state['current'] else '')
+            raise NotFoundError(f"no message at {'offset ' if relative else 'index '}{n}: the dialog has {len(cells)} messages{why}")
         return self._msg(it, cells[i])
 
 # %% ../nbs/13_dialog.ipynb #cf4a6314
@@ -358,7 +379,7 @@ def delete_messages(self:DialogManager, ids, dialog_name:str|None=None, expected
     with self.edit(dialog_name) as it:
         for i, h in zip(ids, hashes): self._guard(it, i, h)
         it.history.apply(it.doc, DeleteCells(ids, f'delete {len(ids)} message(s)'))
-        if it.state['current'] in ids: it.state['current'] = None
+        self._drop_gone_current(it)
         return dict(deleted=ids, total=len(it.doc.cells))
 
 @patch
@@ -465,8 +486,7 @@ def _current(self:DialogManager, it, msg_id) -> str:
     "`msg_id`, or the dialog's current message"
     mid = msg_id or it.state['current']
     if mid is None: raise BadArgumentError("no msg_id given and the dialog has no current message")
-    try: it.doc.cell(mid)
-    except NotFoundError: raise NotFoundError(f"no message {mid!r} in dialog {it.name!r} ({self.rel(it.path)}): find_messages lists their ids") from None
+    it.doc.cell(mid)  # (NotFoundError naming the dialog when it has no such message)
     return mid
 
 @patch
@@ -661,8 +681,8 @@ def _not_dialogs(folder, limit:int=3) -> list:
 @patch
 def remove_dialog(self:DialogManager, dialog_name:str) -> dict:
     """Delete dialog `dialog_name` (its .ipynb and workspace state), or a folder holding only dialogs (and their workspace
-    state), closing whatever is open in it; anything else (a plain Jupyter notebook, a folder holding one or any other file)
-    is refused, naming it, and nothing is deleted"""
+    state), closing whatever is open in it; anything else (a plain Jupyter notebook, a folder holding one or any other file),
+    and a dialog that one of `peers` holds open (a notebook), is refused, naming it, and nothing is deleted"""
     check_name(dialog_name, 'dialog name')
     file, folder = self.resolve(f'{dialog_name}.ipynb', 'dialog path'), self.resolve(dialog_name, 'dialog path')
     if file.is_file(): target = file
@@ -674,8 +694,12 @@ def remove_dialog(self:DialogManager, dialog_name:str) -> dict:
         raise BadArgumentError(f"cannot delete folder {self.rel(target)!r}: it holds more than dialogs ({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''})"
                                + (f"; {_MARKED}" if any(b.endswith('.ipynb') for b in bad) else '')
                                + "; delete its dialogs one by one, or the folder with your file manager")
+    inside = lambda p: p == target or (target.is_dir() and p.is_relative_to(target))
+    held = [f"{m.kind} {it.name!r} (unuse_{m.kind} it first)" for m in self.peers for it in list(m._items.values()) if inside(it.path)]
+    if held: raise ConflictError(f"cannot delete {self.rel(target)!r}: it is open as {', '.join(held)}, whose next save would write "
+                                 "it back; nothing was deleted")
     for it in list(self._items.values()):
-        if it.path == target or (target.is_dir() and it.path.is_relative_to(target)): self.unuse_dialog(it.name)
+        if inside(it.path): self.unuse_dialog(it.name)
     if target.is_dir(): shutil.rmtree(target)
     else:
         target.unlink()

@@ -40,25 +40,46 @@ def _derived_id(i, src, taken):
     return cid
 
 def _text(s):
-    "A multi-line string field joined, as nbformat keeps it in memory (anything else as it is, for the caller to refuse)"
+    "A multi-line string field (a string or a list of strings) joined, as nbformat keeps it in memory"
     return ''.join(s) if isinstance(s, list) and all(isinstance(x, str) for x in s) else s
 
 _OUTPUT_TYPES = ('stream', 'display_data', 'execute_result', 'error')
 
 def _lines(v) -> bool: return isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v)
 
+def _what(v) -> str:
+    "What JSON value `v` is, for an error saying it is not what belongs there"
+    if v is None: return 'null'
+    if isinstance(v, bool): return f'{v}'.lower()
+    if isinstance(v, (int, float)): return f'the number {v!r:.20}'
+    if isinstance(v, str): return 'a string'
+    if isinstance(v, list): return next((f'a list holding {_what(x)}' for x in v if not isinstance(x, str)), 'a list')
+    return 'an object'
+
+def _bad_cell(c) -> str|None:
+    """What is wrong with cell `c`, None if nothing: the fields nbformat's schema fixes and the engine relies on (a cell whose
+    metadata was null opened, then failed at its first run)"""
+    if not isinstance(c, dict): return f"it is {_what(c)}, not an object"
+    if 'cell_type' not in c: return f"it has no cell_type ({', '.join(CELL_TYPES[:-1])} or {CELL_TYPES[-1]})"
+    if (t := c['cell_type']) not in CELL_TYPES: return f"its cell_type {t!r:.40} is not {', '.join(CELL_TYPES[:-1])} or {CELL_TYPES[-1]}"
+    if not _lines(s := c.get('source', '')): return f"its source is {_what(s)}, not a string or a list of strings"
+    if not isinstance(m := c.get('metadata', {}), dict): return f"its metadata is {_what(m)}, not an object ({{}} for none)"
+    if t == 'code' and not isinstance(o := c.get('outputs', []), list): return f"its outputs are {_what(o)}, not a list"
+    return None
+
 def _bad_output(o) -> str|None:
     """What is wrong with output `o`, None if nothing: the types nbformat's schema fixes and the engine relies on (a file
     is content someone may send: a number where text belongs must be refused here, not fail deep in a page or a tool)"""
-    if not isinstance(o, dict) or o.get('output_type') not in _OUTPUT_TYPES: return f"its output_type must be one of {', '.join(_OUTPUT_TYPES)}"
+    if not isinstance(o, dict): return f"it is {_what(o)}, not an object"
+    if o.get('output_type') not in _OUTPUT_TYPES: return f"its output_type must be one of {', '.join(_OUTPUT_TYPES)}"
     t = o['output_type']
     if t == 'stream': return None if _lines(o.get('text', '')) and isinstance(o.get('name', ''), str) else "its name and text must be strings"
     if t == 'error':
         ok = isinstance(o.get('ename', ''), str) and isinstance(o.get('evalue', ''), str) and isinstance(o.get('traceback', []), list)
         return None if ok and all(isinstance(x, str) for x in o.get('traceback', [])) else "its ename and evalue must be strings, its traceback a list of strings"
-    data, meta = o.get('data', {}), o.get('metadata', {})
-    if not isinstance(data, dict) or not isinstance(meta, dict): return "its data and metadata must be objects"
-    bad = next((m for m, v in data.items() if not (m == 'application/json' or m.endswith('+json') or _lines(v))), None)
+    for k in ('data', 'metadata'):
+        if not isinstance(v := o.get(k, {}), dict): return f"its {k} is {_what(v)}, not an object ({{}} for none)"
+    bad = next((m for m, v in o.get('data', {}).items() if not (m == 'application/json' or m.endswith('+json') or _lines(v))), None)
     return f"its {bad} data must be a string or a list of strings" if bad else None
 
 def parse_nb(text:str|bytes, path='<notebook>') -> dict:
@@ -68,21 +89,20 @@ def parse_nb(text:str|bytes, path='<notebook>') -> dict:
     return check_nb(nb, path)
 
 def check_nb(nb, path='<notebook>') -> dict:
-    "Parsed nbformat 4 JSON `nb` in the in-memory form, in place; CorruptFileError naming `path` (and the cell, 1-based) if it is not one"
+    """Parsed nbformat 4 JSON `nb` in the in-memory form, in place; CorruptFileError if it is not one, naming `path`, and the cell
+    (counted from 1, and its index: the tools count from 0) and what is wrong with it"""
     if not isinstance(nb, dict) or not isinstance(nb.get('cells'), list) or nb.get('nbformat') != 4 or not isinstance(nb.get('metadata', {}), dict):
         raise CorruptFileError(f"{path}: not a Jupyter notebook (nbformat 4 with a 'cells' list and 'metadata' expected)")
-    taken = set()
+    taken, fix = set(), 'correct the file and open it again'
     for i, c in enumerate(nb['cells']):
-        src = _text(c.get('source', '')) if isinstance(c, dict) else None
-        if not isinstance(src, str) or c.get('cell_type') not in CELL_TYPES:
-            raise CorruptFileError(f"{path}: cell {i + 1} is not a valid notebook cell")
-        c['source'] = src
+        where = f"{path}: cell {i + 1} (index {i})"
+        if (why := _bad_cell(c)): raise CorruptFileError(f"{where} is not a valid notebook cell: {why}; {fix}")
+        c['source'] = _text(c.get('source', ''))
         c.setdefault('metadata', {})
         if c['cell_type'] == 'code':
             c.setdefault('outputs', []); c.setdefault('execution_count', None)
-            if not isinstance(c['outputs'], list): raise CorruptFileError(f"{path}: cell {i + 1}'s outputs are not a list")
             for j, o in enumerate(c['outputs']):
-                if (why := _bad_output(o)): raise CorruptFileError(f"{path}: cell {i + 1}, output {j + 1} is not a valid notebook output: {why}")
+                if (why := _bad_output(o)): raise CorruptFileError(f"{where}, output {j + 1} (index {j}) is not a valid notebook output: {why}; {fix}")
         cid = c.get('id')
         if not isinstance(cid, str) or not _ID_RE.match(cid) or cid in taken: c['id'] = cid = _derived_id(i, c['source'], taken)
         taken.add(cid)

@@ -162,7 +162,10 @@ def thinking_param(thinking) -> dict|None:
 
 # %% ../nbs/11_llm.ipynb #b8318fd9
 DEFAULT_MODEL = 'claude-sonnet-5-5'
-NO_KEY_MSG = 'no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key'
+# (the key is read from the environment of the process that runs headlesnb, which no caller of a server can change)
+NO_KEY_MSG = ("no Anthropic API key: put ANTHROPIC_API_KEY in the environment of the process that runs headlesnb and restart it "
+              "(`headlesnb mcp`: the server's `env` in the MCP client's settings; `headlesnb serve`: the shell that starts it), "
+              "or in Python pass AnthropicClient(api_key=...)")
 
 def _block_dict(b) -> dict:
     "An SDK content block as a plain dict that can be sent back to the API"

@@ -6,7 +6,7 @@
 __all__ = ['log', 'SHARED_LIVE_EVERY', 'cell_pos', 'cell_info', 'NotebookManager']
 
 # %% ../nbs/10_notebook.ipynb #fb70637f
-import fnmatch, functools, inspect, logging, os, sys
+import fnmatch, logging, os, sys
 from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
@@ -14,7 +14,7 @@ from .errors import *
 from .document import mk_cell, new_id
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
 from .utils import text_diff, content_hash, check_hash, hash_list
-from .base import BaseManager, check_wait
+from .base import BaseManager, check_wait, noting
 from .kernels.kernel import run_timeout
 from .paths import check_name
 
@@ -22,12 +22,14 @@ log = logging.getLogger(__name__)
 
 # %% ../nbs/10_notebook.ipynb #83dec1a7
 def cell_pos(doc, ref) -> int:
-    "Index of the cell `ref` (an index or an id) in `doc`"
+    "Index of the cell `ref` (an index, <0 counting from the end, or an id) in `doc`; out of range, BadArgumentError naming the valid ones"
     if isinstance(ref, bool) or not isinstance(ref, (int, str)):
         raise BadArgumentError(f"a cell is named by its index (int) or id (str), not {ref!r}")
     if isinstance(ref, str): return doc.index(ref)
     n = len(doc.cells)
-    if not -n <= ref < n: raise BadArgumentError(f"cell index {ref} out of range: {doc.path.name} has {n} cells")
+    if not -n <= ref < n:
+        has = 'no cells' if not n else '1 cell (valid: 0, or -1 from the end)' if n == 1 else f'{n} cells (valid: 0..{n - 1}, or -{n}..-1 from the end)'
+        raise BadArgumentError(f"cell index {ref} out of range: {doc.path.name} has {has}")
     return ref % n
 
 def _preview(src, n=80):
@@ -447,18 +449,7 @@ def _run_answer(self:NotebookManager, it, cid:str, res) -> dict:
     return BaseManager._run_answer(self, it, cid, res)
 
 # %% ../nbs/10_notebook.ipynb #93e34a4d
-def _noting(f):
-    "`f` whose answers carry, as `notice`, what no answer said yet about a notebook's document (its shared document went away)"
-    def take(self, ans):
-        notes = [n for it in list(self._items.values()) if (n := getattr(it.doc, 'take_notice', lambda: None)())]
-        return {**ans, 'notice': ' '.join(notes)} if notes and isinstance(ans, dict) else ans
-    if inspect.iscoroutinefunction(f):
-        async def g(self, *a, **kw): return take(self, await f(self, *a, **kw))
-    else:
-        def g(self, *a, **kw): return take(self, f(self, *a, **kw))
-    return functools.wraps(f)(g)
-
 for _n in ('use_notebook', 'read_notebook', 'read_cell', 'insert_cell', 'overwrite_cell_source', 'edit_cell_source', 'delete_cell', 'move_cell',
            'swap_cells', 'reorder_cells', 'clear_cell_output', 'execute_cell', 'insert_execute_code_cell', 'execute_code', 'aexecute_cell',
            'ainsert_execute_code_cell', 'aexecute_code', 'run_all', 'undo', 'redo', 'save', 'reload'):
-    setattr(NotebookManager, _n, _noting(getattr(NotebookManager, _n)))
+    setattr(NotebookManager, _n, noting(getattr(NotebookManager, _n)))

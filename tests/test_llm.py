@@ -178,7 +178,7 @@ def test_no_api_key_fails_before_any_request(fake, monkeypatch):
     monkeypatch.delenv('ANTHROPIC_API_KEY', raising=False)
     fake.add('never sent')
     c = AnthropicClient(base_url=fake.url)  # constructing works without a key
-    with pytest.raises(LLMError, match='no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key'): c.complete('', Q)
+    with pytest.raises(LLMError, match='no Anthropic API key: put ANTHROPIC_API_KEY in the environment'): c.complete('', Q)
     with pytest.raises(LLMError, match='ANTHROPIC_API_KEY'): run_tool_loop(c, '', Q, tools=[add])
     assert fake.requests == []
     monkeypatch.setenv('ANTHROPIC_API_KEY', 'from-env')
