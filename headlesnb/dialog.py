@@ -15,11 +15,11 @@ from aidialog.dialog import Message
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
 from .errors import *
-from .utils import id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list, utf8_ok, read_regular
+from .utils import count_range, id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list, utf8_ok, read_regular
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .base import BaseManager, check_wait, _began, _RUN
+from .base import BaseManager, check_wait, noting, _began, _RUN
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
 
 # %% ../nbs/13_dialog.ipynb #4ccf4cdf
@@ -240,7 +240,9 @@ def read_message(self:DialogManager, msg_id:str|None=None, n:int=0, relative:boo
         if not 0 <= i < len(cells):
             why = ('; it has no current message (none added or run since it opened, or it was deleted or undone), so offsets count '
                    'from its end: n=-1 is the last' if relative and not msg_id and not it.state['current'] else '')
-            raise NotFoundError(f"no message at {'offset ' if relative else 'index '}{n}: the dialog has {len(cells)} messages{why}")
+            has = (f"{len(cells)} message{'s' * (len(cells) != 1)} (valid offsets from it: {-base}..{len(cells) - 1 - base})" if relative and cells
+                   else count_range(len(cells), 'message'))
+            raise NotFoundError(f"no message at {'offset ' if relative else 'index '}{n}: the dialog has {has}{why}")
         return self._msg(it, cells[i])
 
 # %% ../nbs/13_dialog.ipynb #cf4a6314
@@ -890,3 +892,8 @@ def reply_so_far(self:DialogManager, dialog_name:str|None=None) -> dict:
     return {mid: reply_markdown([*list(l['rounds']), dict(content=[dict(type='text', text=''.join(list(l['said'])))], tool_calls=[])])
             for mid, l in list(it.state.get('replies', {}).items())}
 
+
+# %% ../nbs/13_dialog.ipynb #901ef753
+for _n in ('use_dialog', 'read_message', 'add_message', 'update_message', 'delete_messages', 'run_message', 'execute_prompt',
+           'undo', 'redo', 'save', 'reload'):
+    setattr(DialogManager, _n, noting(getattr(DialogManager, _n)))

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .errors import *
 from .document import mk_cell, new_id
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .utils import text_diff, content_hash, check_hash, hash_list
+from .utils import count_range, text_diff, content_hash, check_hash, hash_list
 from .base import BaseManager, check_wait, noting
 from .kernels.kernel import run_timeout
 from .paths import check_name
@@ -28,8 +28,7 @@ def cell_pos(doc, ref) -> int:
     if isinstance(ref, str): return doc.index(ref)
     n = len(doc.cells)
     if not -n <= ref < n:
-        has = 'no cells' if not n else '1 cell (valid: 0, or -1 from the end)' if n == 1 else f'{n} cells (valid: 0..{n - 1}, or -{n}..-1 from the end)'
-        raise BadArgumentError(f"cell index {ref} out of range: {doc.path.name} has {has}")
+        raise BadArgumentError(f"cell index {ref} out of range: {doc.path.name} has {count_range(n, 'cell')}")
     return ref % n
 
 def _preview(src, n=80):
