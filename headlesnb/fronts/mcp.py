@@ -5,13 +5,13 @@
 # %% auto #0
 __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED',
            'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'one_segment', 'compact_schema',
-           'jms_error', 'sendable', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
+           'jms_error', 'sendable', 'mcp_ways', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
            'format_variable', 'output_mime', 'output_content', 'register_resources', 'changed_text', 'wants_progress',
            'run_state_line', 'run_header', 'stop_line', 'run_owner', 'stop_run_text', 'run_output_page', 'RunTools',
            'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
            'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews',
-           'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app',
-           'mcp_main']
+           'register_agent_tools', 'tool_groups', 'end_prompts', 'close_serving', 'build_server', 'BearerAuth',
+           'mcp_parser', 'Health', 'http_app', 'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings
@@ -129,16 +129,47 @@ class _MendedStream:
     async def __aenter__(self): return self
     async def __aexit__(self, *exc): await self.aclose()
 
+# The engine's advice on a file changed on disk while unsaved edits are held names Python's calls (`reload`, `save(force=True)`)
+_PY_WAYS = re.compile(r"reload it \(discarding ours\) or save with force=True \(overwriting theirs\)|reload to discard our edits, or save with force=True")
+_PY_RELOAD = re.compile(r"(remove the link,? (?:and|then) )reload\b")
+
+def mcp_ways(text:str, kind:str, name:str|None=None) -> str:
+    """`text` with the engine's advice on a file changed on disk (Python's `reload`, `save(force=True)`) as the MCP calls that
+    do it to `kind` ('notebook' or 'dialog') `name`: `use_*(mode='reload')` takes the file's, `save(force=true)` (a dialog:
+    `unuse_dialog(force=true)`) writes ours over it"""
+    arg = f"{kind}_name={name!r}, " if name else f"{kind}_name=..., "
+    reload = f"use_{kind}({arg}mode='reload')"
+    keep = f"save({arg}force=true) writes ours over it" if kind == 'notebook' else f"unuse_dialog({arg}force=true) writes ours over it and closes the dialog"
+    return _PY_RELOAD.sub(lambda m: m[1] + reload, _PY_WAYS.sub(f"{reload} takes the file as it is now, dropping ours; {keep}", text))
+
 class HeadlesnbMCPServer(MCPServer):
     "`MCPServer` whose failed calls always answer one line with `is_error`, refusing unknown arguments; tools listed with compact schemas"
     async def run_stdio_async(self):
-        async with stdio_server() as (read, write):
-            await self._lowlevel_server.run(_MendedStream(read), write, self._lowlevel_server.create_initialization_options())
+        """Serve over stdio until stdin closes. Ctrl-C (this task cancelled) first ends the prompts and runs (`ending`, set by
+        `build_server`), so the calls waiting on them are answered, as `_runs_end_first` does over HTTP; then the server ends"""
+        async with stdio_server() as (read, write), anyio.create_task_group() as tg:
+            served, serving = anyio.Event(), anyio.CancelScope(shield=True)  # (the cancel reaches the calls only once they are answered)
+            async def serve():
+                with serving:
+                    try: await self._lowlevel_server.run(_MendedStream(read), write, self._lowlevel_server.create_initialization_options())
+                    finally: served.set()
+            tg.start_soon(serve)
+            try: await served.wait()
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    with suppress(HeadlesnbError): await anyio.to_thread.run_sync(self.ending)
+                    with anyio.move_on_after(0.5):
+                        while self.calls: await anyio.sleep(0.01)
+                    await anyio.sleep(0.05)  # (their answers written)
+                    serving.cancel()
+                raise
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.kinds = {}   # tool -> the `kind` of its structuredContent (jupyter-mcp-server 2.2's name for what an answer is)
         self.groups = {}  # tool group -> the names of its tools
+        self.calls = 0    # tool calls under way
+        self.ending = lambda: None  # what ends the runs at Ctrl-C (`build_server`: its engine's prompts, and runs if it closes the engine)
 
     def add_tool(self, fn, name=None, *args, **kw):
         super().add_tool(fn, name, *args, **kw)
@@ -154,7 +185,25 @@ class HeadlesnbMCPServer(MCPServer):
         return [ReadResourceContents(content=r.content, mime_type=image_type(r.content) or r.mime_type, meta=r.meta)
                 if isinstance(r.content, bytes) else r if (t := utf8_safe(r.content)) is r.content else ReadResourceContents(content=t, mime_type=r.mime_type, meta=r.meta) for r in res]
 
+    def _mcp_ways(self, tool:str, res:CallToolResult) -> CallToolResult:
+        "`res` whose text names, for a file changed on disk, the MCP calls that settle it (`mcp_ways`), for the notebook or dialog that file is"
+        if not any(isinstance(b, TextContent) and (_PY_WAYS.search(b.text) or _PY_RELOAD.search(b.text)) for b in res.content): return res
+        eng = getattr(self, 'engine', None)
+        opened = [] if eng is None else ([(str(eng.root / r['path']), 'notebook', r['name']) for r in eng.notebooks.list_notebooks() if not r.get('same_as')]
+                                         + [(str(eng.root / r['path']), 'dialog', r['name']) for r in eng.dialogs.list_dialogs()])
+        mine = 'dialog' if tool in self.groups.get('dialogs', ()) else 'notebook'
+        def item(t):  # the notebook or dialog whose file `t` names (the longest path; a file open as both: the tool's kind), else the tool's kind
+            named = [o for o in opened if o[0] in t]
+            return max(named, key=lambda o: (len(o[0]), o[1] == mine))[1:] if named else (mine, None)
+        content = [b.model_copy(update=dict(text=mcp_ways(b.text, *item(b.text)))) if isinstance(b, TextContent) else b for b in res.content]
+        return res.model_copy(update=dict(content=content))
+
     async def call_tool(self, name, arguments, context=None):
+        self.calls += 1
+        try: return await self._call_tool(name, arguments, context)
+        finally: self.calls -= 1
+
+    async def _call_tool(self, name, arguments, context=None):
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             known = tool.parameters.get('properties') or {}
@@ -170,6 +219,7 @@ class HeadlesnbMCPServer(MCPServer):
             if isinstance(e.__cause__, ValidationError): res = error_result(_validation_text(name, e.__cause__))
             elif isinstance(e.__cause__, Exception): res = failed(e.__cause__)
             else: res = error_result(str(e))
+        if isinstance(res, CallToolResult): res = self._mcp_ways(name, res)
         if isinstance(res, CallToolResult) and res.is_error: return sendable(jms_error(name, res))  # (an error may name a file)
         if name in self.kinds and isinstance(res, CallToolResult) and not res.is_error:
             text = '\n'.join(b.text for b in res.content if isinstance(b, TextContent))
@@ -193,6 +243,7 @@ _Offset = Annotated[int, Field(description="First character", ge=0, strict=True)
 _Limit = Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0, strict=True)]
 _Hash = Annotated[str|None, Field(description="From a read: refused if changed since")]
 _Pos = Annotated[StrictInt|str, Field(description="New cell's index (-1 appends) or id to insert before")]
+_Force = Annotated[bool, Field(description="Write ours over a file changed on disk")]
 
 _INT_RE = re.compile(r'^\s*-?\d+\s*$')
 
@@ -211,6 +262,16 @@ class ToolGroup:
             return res
         try: return await anyio.to_thread.run_sync(work)
         except Exception as e: return failed(e, self.opts.text_limit)
+
+    def _use(self, use, name, path, mode, **kw) -> dict:
+        """`use(name, path, mode)` (use_notebook, use_dialog); `mode='reload'` is 'connect', and one open already is read again
+        from its file: its unsaved edits and undo history dropped (the way to take a file changed on disk over ours)"""
+        if mode != 'reload': return use(name, path, mode, **kw)
+        try: self.mgr.item(name)
+        except HeadlesnbError: return use(name, path, 'connect', **kw)  # not open: read from its file anyway
+        use(name, path, 'connect', **kw)  # (checked first: a name used for another file reloads nothing)
+        self.mgr.reload(name)
+        return dict(use(name, path, 'connect'), reloaded=True)
 
 class NotebookTools(ToolGroup):
     "The notebook tools of the MCP server, over one `NotebookManager`"
@@ -269,14 +330,14 @@ def _around(it, start:int, limit:int) -> list:
 async def use_notebook(self:NotebookTools,
         notebook_name:Annotated[str, Field(description="Name for the notebook in later calls")],
         notebook_path:Annotated[str|None, Field(description="Path under the root (default: <notebook_name>.ipynb)")]=None,
-        mode:Annotated[Literal['connect', 'create'], Field(description="connect: open a file; create: a new notebook")]='connect',
+        mode:Annotated[Literal['connect', 'create', 'reload'], Field(description="connect: open a file; create: a new notebook; reload: read the file again, dropping unsaved edits")]='connect',
         kernel_id:Annotated[str|None, Field(description="A running kernel of the Jupyter server (--jupyter-url)")]=None,
         kernel:Annotated[str|None, Field(description="'inprocess' or a kernelspec such as 'python3' (default: the server's)")]=None) -> CallToolResult:
     "Open (connect) or create a notebook and make it active; shows its first cells."
     def call():
         before, was_open = self.nm.active, self._name(notebook_name) is not None
         if self._name(self.last_used) == before: before = self.last_used  # the name the client used for it (a second name, say)
-        try: d = self.nm.use_notebook(notebook_name, notebook_path, mode, kernel=kernel, kernel_id=kernel_id)
+        try: d = self._use(self.nm.use_notebook, notebook_name, notebook_path, mode, kernel=kernel, kernel_id=kernel_id)
         except NotFoundError as e: raise NotFoundError(f"{notebook_path or notebook_name!r} not found: {e}") from None  # JMS's words first
         with self.nm.edit(d['name'], strict=False) as it: d['around'] = _around(it, 0, 20)
         if was_open and before is not None and self._name(before) != self._name(notebook_name): d['deactivated'] = before
@@ -285,7 +346,7 @@ async def use_notebook(self:NotebookTools,
     def fmt(d):
         head = ((f"[INFO] Reactivating notebook {d['name']!r} and deactivating {d['deactivated']!r}.\n" if 'deactivated' in d else '')
                 + f"[INFO] Successfully activate notebook {d['name']!r}.\n"
-                f"{'created' if mode == 'create' else 'using'} notebook {d['name']!r} ({d['path']}, {_plural(d['cells'], 'cell')}"
+                f"{'created' if mode == 'create' else 'reloaded' if d.get('reloaded') else 'using'} notebook {d['name']!r} ({d['path']}, {_plural(d['cells'], 'cell')}"
                 + (f"; the same notebook as {d['same_as']!r}" if d.get('same_as') else '') + "); it is now the active notebook"
                 + ("; live in JupyterLab (the server's shared document)" if d.get('shared') else '') + (f"\n{d['note']}" if d.get('note') else ''))
         return f"{head}\n\nNotebook has {d['cells']} cells.\nShowing first {len(d['around'])} cells:\n\n{cells_table(d['around'])}"
@@ -312,9 +373,14 @@ async def connect_to_jupyter(self:NotebookTools,
 @patch
 async def unuse_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
     "Save and close a notebook and stop its kernel (its variables are lost)."
-    return await self._do(lambda: (self._connected(notebook_name), self.nm.unuse_notebook(notebook_name))[1],
-                          lambda d: f"Notebook {d['name']!r} unused successfully.\n" + (f"closed notebook {d['name']!r} ({d['path']}, saved)" if d['closed'] else
-                                    f"{d['name']!r} no longer names {d['path']}, which stays open as {d['same_as']!r}"))
+    def call():
+        self._connected(notebook_name)
+        going = [f"{r['run_id']}, " + (self._cell_what(r) if r.get('cell_id') else r['kind']) for r in self.nm.list_runs(notebook_name) if not r['done']]
+        d = self.nm.unuse_notebook(notebook_name)
+        return dict(d, stopped=going if d['closed'] else [])  # (a second name let go: the notebook and its runs go on)
+    return await self._do(call, lambda d: f"Notebook {d['name']!r} unused successfully.\n" + (f"closed notebook {d['name']!r} ({d['path']}, saved)" if d['closed'] else
+                                          f"{d['name']!r} no longer names {d['path']}, which stays open as {d['same_as']!r}")
+                                          + ''.join(f"\nstopped run {w}" for w in d['stopped']))
 
 @patch
 async def list_notebooks(self:NotebookTools) -> CallToolResult:
@@ -591,9 +657,9 @@ async def redo(self:NotebookTools, steps:Annotated[int, Field(description="How m
     return await self._do(lambda: self.nm.redo(steps, notebook_name), fmt)
 
 @patch
-async def save(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
+async def save(self:NotebookTools, notebook_name:_NbName=None, force:_Force=False) -> CallToolResult:
     "Write pending changes to disk now."
-    return await self._do(lambda: self.nm.save(notebook_name), lambda d: f"saved {d['path']}" if d['saved'] else f"{d['path']} is up to date")
+    return await self._do(lambda: self.nm.save(notebook_name, force), lambda d: f"saved {d['path']}" if d['saved'] else f"{d['path']} is up to date")
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #e7a6f9ab
 def wants_progress(ctx) -> bool:
@@ -928,15 +994,18 @@ async def list_dialogs(self:DialogTools) -> CallToolResult:
 async def use_dialog(self:DialogTools,
         dialog_name:Annotated[str, Field(description="Dialog name ('a/b/name' allowed; file: <name>.ipynb)")],
         dialog_path:Annotated[str|None, Field(description="Path under the root")]=None,
-        mode:Annotated[Literal['connect', 'create'], Field(description="connect: open one; create: a new one")]='connect') -> CallToolResult:
+        mode:Annotated[Literal['connect', 'create', 'reload'], Field(description="connect: open one; create: a new one; reload: read the file again, dropping unsaved edits")]='connect') -> CallToolResult:
     "Open (connect) or create a Solveit-style dialog and make it active."
-    return await self._do(lambda: self.dm.use_dialog(dialog_name, dialog_path, mode),
-                          lambda d: f"{'created' if mode == 'create' else 'using'} dialog {d['name']!r} ({d['path']}, {_plural(d['messages'], 'message')})")
+    return await self._do(lambda: self._use(self.dm.use_dialog, dialog_name, dialog_path, mode),
+                          lambda d: f"{'created' if mode == 'create' else 'reloaded' if d.get('reloaded') else 'using'} dialog {d['name']!r} ({d['path']}, {_plural(d['messages'], 'message')})")
 
 @patch
-async def unuse_dialog(self:DialogTools, dialog_name:_DlgName=None) -> CallToolResult:
+async def unuse_dialog(self:DialogTools, dialog_name:_DlgName=None, force:_Force=False) -> CallToolResult:
     "Save and close a dialog and stop its kernel."
-    return await self._do(lambda: self.dm.unuse_dialog(dialog_name), lambda d: f"closed dialog {d['name']!r} ({d['path']})")
+    def call():
+        if force: self.dm.save(dialog_name, force=True)  # (dialogs have no save tool: a dialog's conflict is settled here)
+        return self.dm.unuse_dialog(dialog_name)
+    return await self._do(call, lambda d: f"closed dialog {d['name']!r} ({d['path']})")
 
 @patch
 async def find_msgs(self:DialogTools,
@@ -1439,6 +1508,24 @@ def _grouped(srv:HeadlesnbMCPServer, group:str, register):
     register()
     srv.groups[group] = [t.name for t in srv._tool_manager.list_tools() if t.name not in before]
 
+def end_prompts(dialogs, within:float=0.8):
+    """Stop the prompts being answered in every dialog as `interrupt_dialog` does (each reply so far stored, marked
+    `interrupted`, and the call waiting for it answered), waiting up to `within` s for the replies to be stored: a stop is
+    seen at the model's next streamed chunk, and dialogs closed before that would lose them"""
+    def answering(name):
+        with suppress(HeadlesnbError): return bool(dialogs.reply_so_far(name))
+        return False
+    names = [d['name'] for d in dialogs.list_dialogs() if answering(d['name'])]
+    for n in names:
+        with suppress(HeadlesnbError): dialogs.interrupt(n)
+    end = time.monotonic() + within
+    while time.monotonic() < end and any(map(answering, names)): time.sleep(0.02)
+
+def close_serving(engine:Engine):
+    "Close `engine` at its server's end (Ctrl-C, SIGTERM, stdin closed): the prompts being answered end first (`end_prompts`), then every run, all saved"
+    end_prompts(engine.dialogs)
+    engine.close()
+
 def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_limit:int=20_000, *, engine:Engine|None=None,
                  timeout:float=120.0, progress_interval:float=2.0, name:str='headlesnb', durable:bool=True,
                  workspace:str='default', shell:bool=False, tools=None, close_engine:bool|None=None) -> MCPServer:
@@ -1455,9 +1542,10 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
         try: yield {}
         finally:
             if (news := getattr(srv, 'agent_news', None)) and news.stop: news.stop()
-            if close_engine: await anyio.to_thread.run_sync(eng.close)
+            if close_engine: await anyio.to_thread.run_sync(close_serving, eng)
     srv = HeadlesnbMCPServer(name, instructions=INSTRUCTIONS, lifespan=lifespan, log_level='WARNING')
     srv.engine, srv.options = eng, opts
+    srv.ending = (lambda: close_serving(eng)) if close_engine else (lambda: end_prompts(eng.dialogs))
 
     async def ping() -> CallToolResult:
         "Answer 'pong' (a connectivity check)."
@@ -1544,14 +1632,18 @@ def http_app(srv:MCPServer, host:str='127.0.0.1', token:str|None=None, port:int|
                         methods=('GET', 'POST', 'DELETE'), name='headlesnb mcp', body_types=('application/json',)), srv.engine)
 
 def _runs_end_first(server, engine:Engine):
-    """Make uvicorn `server`'s shutdown (Ctrl-C, SIGTERM) close `engine` first: its runs end (their outputs saved), so a call
-    waiting on one (`get_run(wait)`, a blocking run) answers with that end rather than being cut when the process ends. A
-    client's open stream, which the server's end cuts, is no error then (uvicorn logged "ASGI callable returned without
-    completing response")"""
+    """Make uvicorn `server`'s shutdown (Ctrl-C, SIGTERM) close `engine` first (`close_serving`): its prompts and runs end (their
+    replies and outputs so far saved), so a call waiting on one (`get_run(wait)`, a blocking run, a prompt) answers with that end
+    rather than being cut when the process ends. The SDK's event streams (sse_starlette) would end at the signal, cutting those
+    answers: they end once the engine is closed. A client's open stream, which the server's end cuts, is no error then
+    (uvicorn logged "ASGI callable returned without completing response")"""
+    from sse_starlette.sse import AppStatus
+    AppStatus.disable_automatic_graceful_drain()
     shutdown = server.shutdown
     async def runs_first(sockets=None):
         logging.getLogger('uvicorn.error').addFilter(lambda rec: 'without completing response' not in rec.getMessage())
-        with suppress(HeadlesnbError): await anyio.to_thread.run_sync(engine.close)  # (what cannot be saved: the lifespan's close says so)
+        with suppress(HeadlesnbError): await anyio.to_thread.run_sync(close_serving, engine)  # (what cannot be saved: the lifespan's close says so)
+        AppStatus.should_exit = True  # the streams end now, their calls answered
         await shutdown(sockets)
     server.shutdown = runs_first
 
