@@ -323,8 +323,9 @@ def test_tui_in_tmux(root):
     b = am.spawn('Extract JWT helpers', agent='sleeper', parent=a)
     am.spawn('Done already', agent='noop')
     wait_for(lambda: am.poll('1')['status'] == 'done')
-    legacy = am.store.create('', dict(task='Written by scope', parent='', state='running', tmux_session='scope-legacy'))  # (scope's own files)
-    subprocess.run(['tmux', 'new-session', '-d', '-s', 'scope-legacy', 'sh', '-c', 'exec sleep 600'], check=True)
+    legacy = am.store.create('', dict(task='Written by scope', parent='', state='running'))  # (scope's own files: its session named scope-ID)
+    am.store.write(legacy, 'tmux_session', f'scope-{legacy}')
+    subprocess.run(['tmux', 'new-session', '-d', '-s', f'scope-{legacy}', 'sh', '-c', 'exec sleep 600'], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ('TMUX', 'TMUX_PANE')}
     subprocess.run(['tmux', 'new-session', '-d', '-s', 'ui', '-x', '120', '-y', '20', '--', *HNB_ARGV, 'agents', '--root', str(root)],
                    check=True, env=env)
@@ -342,7 +343,7 @@ def test_tui_in_tmux(root):
     subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'j', 'j', 'x'], check=True)
     wait_for(lambda: f'Abort agent {legacy}?' in pane('ui'), what='the question')
     subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'y'], check=True)
-    wait_for(lambda: am.store.load(legacy)['status'] == 'aborted' and 'scope-legacy' not in tmux_sessions(), timeout=20, what='the abort of the row scope wrote')
+    wait_for(lambda: am.store.load(legacy)['status'] == 'aborted' and f'scope-{legacy}' not in tmux_sessions(), timeout=20, what='the abort of the row scope wrote')
     subprocess.run(['tmux', 'send-keys', '-t', '=ui:', 'q'], check=True)
     wait_for(lambda: 'ui' not in tmux_sessions(), what='the UI to quit')
     am.abort(a)
@@ -368,10 +369,11 @@ def rows_of_every_kind(root, fake_url, release):
     tmx('kill-session', '-t', f"={tmux_name(ids['gone'], root)}")
     ids['live'] = am.spawn('Answer slowly')  # its model request is held until `release`
     # written by scope itself (its UX redesign's tmux_session file; no agent, runner or created_at), and a folder of one file
-    for kind, files in [('scope', dict(task='Legacy task from scope', parent='', state='running', activity='editing a.ts', tmux_session='scope-legacy')),
+    for kind, files in [('scope', dict(task='Legacy task from scope', parent='', state='running', activity='editing a.ts')),
                         ('bare', dict(task='Only a task file'))]:
         ids[kind] = am.store.create('', files)
-    tmx('new-session', '-d', '-s', 'scope-legacy', 'sh', '-c', 'echo LEGACY SESSION; exec sleep 600')
+    am.store.write(ids['scope'], 'tmux_session', f"scope-{ids['scope']}")  # (scope names its sessions scope-ID)
+    tmx('new-session', '-d', '-s', f"scope-{ids['scope']}", 'sh', '-c', 'echo LEGACY SESSION; exec sleep 600')
     return am, ids
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 from fastcore.basics import patch
 from ..errors import *
 from .store import SessionStore, LIVE, NEEDS_INPUT, ERROR
-from .runners import tmux, load_agents, load_notify, pid_spec, spec_alive, output_tail, announce, git, UntrustedConfigError
+from .runners import tmux, own_tmux, load_agents, load_notify, pid_spec, spec_alive, output_tail, announce, git, UntrustedConfigError
 
 # %% ../../nbs/16b_agents.minder.ipynb #3009314c
 def pane_text(name:str, history:int=0) -> str|None:
     "The text tmux session `name`'s pane shows (with `history` lines of scrollback), lines' trailing blanks removed; None when it is gone"
+    if not name: return None
     r = tmux('capture-pane', '-p', '-J', *(['-S', str(-history)] if history else []), '-t', f'={name}:')
     if r.returncode: return None
     return '\n'.join(l.rstrip() for l in r.stdout.split('\n')).strip('\n')
@@ -68,7 +69,7 @@ class Minder:
     def __init__(self, root, id:str, every:float=0.05):
         self.root, self.st, self.id, self.every, self._mgr = Path(root), SessionStore(root), id, every, None
         s = self.st.load(id)
-        self.name = s['tmux'] if s else ''
+        self.name = own_tmux(root, s) if s else ''  # (a tmux file naming another session: none is watched, typed into or ended)
         self.refused = ''  # why the agents files cannot be used (the project's is not trusted as it is now): the agent fails with it
         try: self.spec = load_agents(root, None).get(s['agent']) if s else None
         except UntrustedConfigError as e: self.spec, self.refused = None, str(e)

@@ -74,10 +74,21 @@ def _need(self:AgentManager, id) -> dict:
     return s
 
 @patch
+def _notice_dead(self:AgentManager, sessions) -> bool:
+    "`_check_alive` for the live ones of `sessions`; a damaged one alone, so that its error (say a `state` that is a symlink) leaves the others checked, and the list shows it damaged, as `load` names it"
+    live = [s for s in sessions if s['status'] in LIVE]
+    changed = self._check_alive([s for s in live if not s['damaged']])
+    for s in live:
+        if s['damaged']:
+            try: changed |= self._check_alive([s])
+            except HeadlesnbError: pass
+    return changed
+
+@patch
 def get(self:AgentManager, id, check:bool=True) -> dict:
     "Session `id` as a dict (NotFoundError when there is none); `check`: notice a dead worker first"
     s = self._need(id)
-    if check and s['status'] in LIVE and self._check_alive([s]): s = self._need(id)
+    if check and s['status'] in LIVE and self._check_alive([s]): s = self._need(id)  # (a damaged file of its own: the error names it)
     return s
 
 GLYPHS = dict(pending=('○', 'yellow'), running=('●', 'green'), done=('✓', 'blue'), aborted=('✗', 'red'), interrupted=('◌', 'magenta'),
@@ -113,8 +124,7 @@ def poll(self:AgentManager, id) -> dict:
 def _list(self:AgentManager, check:bool=True) -> list:
     "Every agent (scope's poll fields, plus `agent`, `model`, `error`, `runner`, `tmux`, `created_at`, `branch`), in id order"
     ss = self.store.load_all() if self.store.sessions.is_dir() else []
-    if check and any(s['status'] in LIVE for s in ss) and self._check_alive([s for s in ss if s['status'] in LIVE]):
-        ss = self.store.load_all()
+    if check and self._notice_dead(ss): ss = self.store.load_all()
     return [{k: s[k] for k in POLL_KEYS} | dict(agent=s['agent'], model=s['model'], error=failed(s), runner=s['runner'], tmux=s['tmux'],
                                              created_at=s['created_at'], branch=s['branch']) for s in ss]
 
@@ -129,8 +139,9 @@ def tree(self:AgentManager, check:bool=True) -> list:
 
 @patch
 def env_parent(self:AgentManager) -> str:
-    "The parent named by SCOPE_SESSION_ID (the agent this process works for), if it is one of ours; else '' (top level)"
-    p = os.environ.get('SCOPE_SESSION_ID', '').strip()
+    "The parent named by SCOPE_SESSION_ID (the agent this process works for), if it is one of ours (HEADLESNB_ROOT, when set, is this root); else '' (top level)"
+    p, r = os.environ.get('SCOPE_SESSION_ID', '').strip(), os.environ.get('HEADLESNB_ROOT', '').strip()
+    if r and Path(r).expanduser().resolve() != self.root: return ''  # (an agent of another tree: its id means another agent here)
     try: return p if p and self.store.exists(check_id(p)) else ''
     except BadArgumentError: return ''
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from ..errors import *
 from ..paths import resolve_in_root
 from ..utils import read_regular
-from ..agents.tree import (AgentManager, find_root, write_text, read_text, LIVE, FINISHED, TASK_TYPES,
+from ..agents.tree import (AgentManager, find_root, locate_root, write_text, read_text, LIVE, FINISHED, TASK_TYPES,
                               poll_json, shown_status, NEEDS_INPUT, GLYPHS)
-from ..agents.runners import tmux, tmux_literal, tmux_sessions, tmux_available, trust_agents_file, trust_path
+from ..agents.runners import own_tmux, tmux, tmux_literal, tmux_sessions, tmux_available, trust_agents_file, trust_path
 from ..agents.hooks import *
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #6ec4b804
@@ -85,8 +85,8 @@ class _Parser(argparse.ArgumentParser):
 AGENT_COMMANDS = dict(  # name -> what it does (the help line of `headlesnb --help` and of the command)
     spawn='start an agent on a task (its type routes it to an agent); prints its id',
     poll="print an agent's state as JSON",
-    wait='wait for agents to finish; prints their results as JSON (exit 2 on timeout, 3 when one failed, was aborted or interrupted; a bad argument: exit 2, no JSON)',
-    abort='abort an agent and all its subagents; returns when they are stopped (a finished agent is left as it is)',
+    wait='wait for agents to finish; prints their results as JSON (exit 2 on timeout, 3 when one failed, was aborted or interrupted; an error, such as a bad or unknown id: exit 1, no JSON; a usage error: exit 2, no JSON)',
+    abort='abort an agent and all its subagents; returns when they are stopped (a finished agent keeps its state and result; its CLI, if still open, is ended)',
     merge="merge a worktree agent's branch into the current branch (its worktree stays until cleanup)",
     resume='continue an interrupted dialog agent (its host process died) from its last message',
     cleanup='remove the worktrees of agents that are merged and finished; lists those kept, and why',
@@ -100,7 +100,7 @@ def agents_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest='cmd', metavar='COMMAND', parser_class=_Parser)
     def cmd(name):
         c = sub.add_parser(name, help=AGENT_COMMANDS[name], description=AGENT_COMMANDS[name])
-        if name not in ('hook', 'setup', 'trust'): c.add_argument('--root', default=None, help='the agents\' root (default: the nearest folder upwards holding .scope/, else the current folder)')
+        if name not in ('hook', 'setup', 'trust'): c.add_argument('--root', default=None, help='the agents\' root (default: inside an agent\'s worktree or its HEADLESNB_ROOT, that project; else the nearest folder upwards holding .scope/, no higher than the git top; else the current folder)')
         return c
     agent_help = 'dialog (an AI dialog run by headlesnb), claude-code, codex, aider, or one from agents.toml (default: the routing of the task type, else dialog)'
     c = cmd('spawn')
@@ -128,7 +128,7 @@ def agents_parser() -> argparse.ArgumentParser:
     c.add_argument('--proxy', nargs='?', type=int, const=8787, default=None, metavar='PORT',
                    help="also send Claude Code in the project through headlesnb proxy on 127.0.0.1:PORT (default 8787), with the MCP server")
     c = cmd('trust')
-    c.add_argument('--project', default=None, help="the folder whose .scope/agents.toml is trusted (default: the agents' root, the nearest folder upwards holding .scope/, else the current folder)")
+    c.add_argument('--project', default=None, help="the folder whose .scope/agents.toml is trusted (default: the agents' root, as for --root of spawn)")
     c.add_argument('--revoke', action='store_true', help='trust it no more')
     return p
 
@@ -151,10 +151,11 @@ def agents_main(argv=None) -> int:
         print("headlesnb agents: needs a terminal (its input or output is not one): run it in a terminal; "
               "`headlesnb poll ID` and `headlesnb wait ID` print agents as JSON", file=sys.stderr)
         return 2
+    root, how = None, ''
     try:
-        root = Path(a.root).expanduser().resolve() if a.root else find_root()
-        if a.cmd not in ('spawn', 'agents') and not root.is_dir():  # (a command that only reads makes no folder)
-            raise NotFoundError(f"no agents under {root}: the folder does not exist")
+        root, how = (Path(a.root).expanduser().resolve(), '') if a.root else locate_root()
+        if root.exists() and not root.is_dir(): raise BadArgumentError(f"root {root} is a file, not a folder: fix --root")
+        if not root.exists(): raise NotFoundError(f"root {root} does not exist: create it or fix --root")  # (no command makes a root: a typo would start agents there)
         if a.cmd == 'agents' and not a.here and not os.environ.get('TMUX') and tmux_available():
             return tree_in_tmux(root, a.agent)  # outside tmux: the tree in a tmux session of its own, so agents open beside it
         am = AgentManager(root, dialog_host='process')
@@ -188,7 +189,8 @@ def agents_main(argv=None) -> int:
         sys.stdout.flush()  # (a reader that went away is seen here, not at exit)
         return 0
     except HeadlesnbError as e:
-        print(f"headlesnb {a.cmd}: {' '.join(str(e).split())}", file=sys.stderr)
+        found = f" (root {root}: {how}; give --root for another)" if how else ''  # (a root found above the current folder: say which, and why)
+        print(f"headlesnb {a.cmd}: {' '.join(str(e).split())}{found}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # the reader closed the pipe (`| head`): quietly, as Python's docs say, with stdout pointed at devnull for the exit's flush
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -217,6 +219,7 @@ def trust_main(project=None, revoke:bool=False) -> int:
     print(f"── {r['path']} ──\n{printable(r['text']).rstrip()}\n──")  # (TOML holds no raw control character; printable all the same)
     print(f"trusted {r['path']} as shown above{'' if r['changed'] else ' (it already was)'}: its SHA-256 {r['sha256']} is in {trust_path()}; "
           f"agents of {root} now use it; edited, it is untrusted again (`headlesnb trust --revoke` takes it back)")
+    for w in r.get('warnings', []): print(f"headlesnb trust: warning: {w}", file=sys.stderr)
     return 0
 
 # %% ../../nbs/25_fronts.agents_ui.ipynb #045f4891
@@ -522,7 +525,10 @@ def tui_classes() -> dict:
             self.notify(escape(printable(text)), **kw)
 
         def action_interrupt(self):
-            "Ctrl-C: quit, with exit status 130 (as a command stopped by Ctrl-C; `q` quits with 0)"
+            "Ctrl-C: quit, with exit status 130 (as a command stopped by Ctrl-C; `q` quits with 0), in the terminal `tree_in_tmux` attached from too"
+            name = tree_session(self.agents.root)
+            if os.environ.get('TMUX_PANE') and tmux('display-message', '-p', '-t', os.environ['TMUX_PANE'], '#{session_name}').stdout.strip() == name:
+                tmux('detach-client', '-s', f'={name}', '-E', 'exit 130')  # (its `tmux attach` becomes `exit 130`: a session that ends leaves it 0)
             self.exit(return_code=130)
 
         def action_down(self): self.query_one(Tree).action_cursor_down()
@@ -585,16 +591,17 @@ def tui_classes() -> dict:
             "Show agent `id`: in the split (its tmux session attached, else its live transcript), or full screen outside tmux"
             try: s = self.agents.get(id, check=False)
             except HeadlesnbError as e: self.say(str(e), severity='error'); return
-            live_tmux = bool(s['tmux']) and s['runner'] != 'dialog' and s['agent'] != 'dialog' and s['tmux'] in tmux_sessions()
-            gone = f"agent {id}'s tmux session {s['tmux']} is gone ({shown_status(s)}): this is what it left" if s['tmux'] and s['agent'] != 'dialog' and not live_tmux else ''
+            mine = own_tmux(self.agents.root, s)  # (a session file naming another session, the user's own say, is never attached)
+            live_tmux = bool(mine) and s['agent'] != 'dialog' and mine in tmux_sessions()
+            gone = f"agent {id}'s tmux session {mine} is gone ({shown_status(s)}): this is what it left" if mine and s['agent'] != 'dialog' and not live_tmux else ''
             if gone: self.say(gone, severity='warning')
             if self.split is None:
                 if live_tmux:
-                    with self.suspend(): subprocess.run(['tmux', 'attach-session', '-t', f"={s['tmux']}"])
+                    with self.suspend(): subprocess.run(['tmux', 'attach-session', '-t', f"={mine}"])
                 else: self.push_screen(TranscriptScreen(self.agents, id))
                 return
             if live_tmux:  # a tmux client in the pane: closing the pane detaches it, the agent goes on
-                err = self.split.show(['env', '-u', 'TMUX', 'tmux', *_server(), 'attach-session', '-t', f"={s['tmux']}"], True, ('attach', id))
+                err = self.split.show(['env', '-u', 'TMUX', 'tmux', *_server(), 'attach-session', '-t', f"={mine}"], True, ('attach', id))
             else:
                 if self.view_dir is None: self.view_dir = Path(tempfile.mkdtemp(prefix='headlesnb-view-'))
                 self.view = TranscriptFile(self.view_dir, id)
@@ -632,6 +639,7 @@ def _transcript(agents, id, head):
         except HeadlesnbError as e: out = f"(its output cannot be shown: {e})"  # (a FIFO or a link there: named, not read)
         return '\n\n'.join(parts + ([out.rstrip('\n')] if out.strip() else ['(no output yet)'] if s['status'] in LIVE else []) + end)
     try: nb = json.loads(read_text(d / 'dialog.ipynb') or '{}')
+    except CorruptFileError as e: return '\n\n'.join(parts + [f"(its dialog cannot be shown: {e})"])  # (a FIFO, a link or a huge file there: named, not read)
     except ValueError: return '\n\n'.join(parts + ['(the dialog is being written)'])
     for c in nb.get('cells', []):
         src = ''.join(c.get('source', ''))
