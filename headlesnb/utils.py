@@ -226,11 +226,13 @@ def die_with_parent(parent:int|None=None):
     return setup
 
 # %% ../nbs/01_utils.ipynb #6732f5c4
-def read_regular(path, size:int=-1, dir_fd:int|None=None, flags:int=0) -> bytes:
-    """The bytes of file `path` (at most `size`), opened without blocking: OSError if it is not a regular file (a FIFO, a device,
-    a socket) rather than a read that waits for a writer. `dir_fd` and `flags` (such as `O_NOFOLLOW`) as for `os.open`"""
+def read_regular(path, size:int=-1, dir_fd:int|None=None, flags:int=0, tail:bool=False) -> bytes:
+    """The bytes of file `path` (at most `size`; `tail`: its last `size`), opened without blocking: OSError if it is not a regular
+    file (a FIFO, a device, a socket) rather than a read that waits for a writer. `dir_fd` and `flags` (such as `O_NOFOLLOW`) as for `os.open`"""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0) | flags, dir_fd=dir_fd)
     with os.fdopen(fd, 'rb') as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, 'not a regular file (a FIFO, device or socket): only regular files are read', os.fspath(path))
+        if tail and size >= 0: f.seek(max(0, st.st_size - size))
         return f.read(size)

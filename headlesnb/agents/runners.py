@@ -22,7 +22,7 @@ from fastcore.basics import patch
 from fastcore.ansi import strip_ansi
 from ..errors import *
 from .store import (SessionStore, check_id, tmux_name, contract, ancestors, failed, LIVE, FINISHED, ERROR, NEEDS_INPUT,
-                                   TASK_TYPES, read_capped, read_text, write_text, write_new)
+                                   TASK_TYPES, OUTPUT_TAIL, read_capped, read_text, write_text, write_new)
 
 # %% ../../nbs/16_agents.runners.ipynb #55a4e620
 def proc_start(pid:int) -> str:
@@ -476,7 +476,7 @@ def _finalize(self:Runners, s:dict) -> bool:
     id, d = s['id'], self.store.path(s['id'])
     status = read_text(d / 'exit_status').strip()
     (d / 'launch.env').unlink(missing_ok=True)
-    out = output_tail(read_text(d / 'output'))
+    out = output_tail(read_text(d / 'output', tail=OUTPUT_TAIL))
     written = read_text(d / 'result').strip()
     if status == '0' or written: res = written or out or '(the agent exited without output)'
     else: res = f"error: {s['agent']} exited with status {status}" + (f":\n{out}" if out else '')

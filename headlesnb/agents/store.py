@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['TASK_TYPES', 'STATES', 'LIVE', 'FINISHED', 'SESSION_FILES', 'ERROR', 'NEEDS_INPUT', 'SCOPE_DIR', 'FILE_LIMIT',
-           'TYPE_TEMPLATES', 'WHEN_TO_SPAWN', 'state_of', 'failed', 'check_id', 'id_key', 'parent_of', 'ancestors',
-           'tmux_name', 'locate_root', 'find_root', 'write_new', 'write_text', 'read_capped', 'read_text',
+           'OUTPUT_TAIL', 'TYPE_TEMPLATES', 'WHEN_TO_SPAWN', 'state_of', 'failed', 'check_id', 'id_key', 'parent_of',
+           'ancestors', 'tmux_name', 'locate_root', 'find_root', 'write_new', 'write_text', 'read_capped', 'read_text',
            'SessionStore', 'contract']
 
 # %% ../../nbs/15_agents.store.ipynb #51889dda
@@ -111,7 +111,8 @@ def _kind(path, dir_fd=None) -> str:
     return ('a symlink' if stat.S_ISLNK(m) else 'a folder' if stat.S_ISDIR(m) else 'a FIFO' if stat.S_ISFIFO(m)
             else f'larger than {FILE_LIMIT >> 20} MiB' if stat.S_ISREG(m) else 'not a plain file')
 
-FILE_LIMIT = 32 << 20  # bytes: more than any session file holds (a dialog, a command's output), far less than a reader can hold
+FILE_LIMIT = 32 << 20  # bytes: more than any session file holds (a dialog), far less than a reader can hold
+OUTPUT_TAIL = 1 << 20  # bytes read from the end of a command agent's output, which may grow without end (a build log)
 
 def read_capped(path, limit:int=FILE_LIMIT, dir_fd:int|None=None, flags:int=0) -> bytes:
     "The bytes of regular file `path` (`read_regular`: OSError if it is no regular file), CorruptFileError naming it when it holds more than `limit` bytes (never read whole)"
@@ -119,9 +120,12 @@ def read_capped(path, limit:int=FILE_LIMIT, dir_fd:int|None=None, flags:int=0) -
     if len(data) > limit: raise CorruptFileError(f"{path} is larger than {limit >> 20} MiB, more than such a file ever holds: it is not read; remove or shorten it")
     return data
 
-def read_text(path:Path, dir_fd:int|None=None) -> str:
-    "The text of `path` (a name in the open folder `dir_fd`, if given), '' when it does not exist; CorruptFileError naming it when it is a symlink, FIFO, device, folder or too large (never read through, never waited on, never read whole)"
-    try: data = read_capped(path, dir_fd=dir_fd, flags=os.O_NOFOLLOW)
+def read_text(path:Path, dir_fd:int|None=None, tail:int|None=None) -> str:
+    """The text of `path` (a name in the open folder `dir_fd`, if given), '' when it does not exist; CorruptFileError naming it when it
+    is a symlink, FIFO, device, folder or too large (never read through, never waited on, never read whole); `tail`: only its last
+    `tail` bytes, whatever its size (an agent's output, which may grow without end)"""
+    try: data = (read_regular(path, tail, dir_fd=dir_fd, flags=os.O_NOFOLLOW, tail=True) if tail is not None
+                 else read_capped(path, dir_fd=dir_fd, flags=os.O_NOFOLLOW))
     except (FileNotFoundError, NotADirectoryError): return ''
     except OSError: raise CorruptFileError(f"{path} is {_kind(path, dir_fd)}: an agent's files are plain files, so it is not read; remove it") from None
     return data.decode('utf-8', errors='replace')

@@ -63,7 +63,9 @@ def _check_llm(self:AgentManager):
     "BadArgumentError when dialog agents would have no model to talk to (no Anthropic API key)"
     llm = self._llm if self._llm is not None else self._dialogs.llm if self._dialogs is not None else None
     ok = bool(os.environ.get('ANTHROPIC_API_KEY')) if llm is None else getattr(llm, 'has_key', True)  # (None: the default client)
-    if not ok: raise BadArgumentError("a dialog agent needs an Anthropic API key: set ANTHROPIC_API_KEY, or pick a command agent (--agent claude-code)")
+    if not ok: raise BadArgumentError("a dialog agent needs an Anthropic API key: put ANTHROPIC_API_KEY in the environment of the process that "
+                                      "spawns it (your shell for `headlesnb spawn`; the server's `env` in the MCP client's settings for "
+                                      "`headlesnb mcp`), or pick a command agent (--agent claude-code)")
 
 # %% ../../nbs/16a_agents.tree.ipynb #7769e7ee
 @patch

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import *
 from ..paths import resolve_in_root
 from ..utils import read_regular
+from ..agents.store import OUTPUT_TAIL
 from ..agents.tree import (AgentManager, find_root, locate_root, write_text, read_text, LIVE, FINISHED, TASK_TYPES,
                               poll_json, shown_status, NEEDS_INPUT, GLYPHS)
 from ..agents.runners import own_tmux, tmux, tmux_literal, tmux_sessions, tmux_available, trust_agents_file, trust_path
@@ -635,7 +636,7 @@ def _transcript(agents, id, head):
     end = [f"── {shown_status(s)}: {s['result']}"] if s['status'] in FINISHED else []
     if s['agent'] != 'dialog':
         if s['activity'] == NEEDS_INPUT and s['screen']: parts.append(f"⚑ it asks you (answer in its own session):\n\n{s['screen']}")
-        try: out = read_text(d / 'output')
+        try: out = read_text(d / 'output', tail=OUTPUT_TAIL)  # (the transcript shows its end)
         except HeadlesnbError as e: out = f"(its output cannot be shown: {e})"  # (a FIFO or a link there: named, not read)
         return '\n\n'.join(parts + ([out.rstrip('\n')] if out.strip() else ['(no output yet)'] if s['status'] in LIVE else []) + end)
     try: nb = json.loads(read_text(d / 'dialog.ipynb') or '{}')

@@ -42,7 +42,7 @@ from .security import Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
-from ..utils import cap_text, check_str, join_text, shown_url, strip_ansi, utf8_safe
+from ..utils import cap_text, check_str, count_range, join_text, shown_url, strip_ansi, utf8_safe
 from .mcp_format import *
 from .mcp_format import _validation_text, _plural
 
@@ -1353,7 +1353,7 @@ def parse_cells_spec(spec:str, ids:list) -> list:
     if not spec.strip(): raise BadArgumentError("cell_indices is empty: give indices such as '0,1', '0-2' or '3-'")
     if not n: raise BadArgumentError("the notebook has no cells to cite")
     def index(i):
-        if i >= n: raise BadArgumentError(f"cell index {i} is out of range: the notebook has {n} cells")
+        if i >= n: raise BadArgumentError(f"cell index {i} is out of range: the notebook has {count_range(n, 'cell')}")
         return i
     for part in (x.strip() for x in spec.split(',')):
         if not part: continue
