@@ -8,7 +8,8 @@ __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg
            'reply_output', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
-import json, keyword, os, re, shutil, subprocess, threading
+import json, keyword, os, re, shutil, subprocess, threading, time
+from contextlib import suppress
 from copy import deepcopy
 from fastcore.basics import patch
 from aidialog.dialog import Message
@@ -891,6 +892,26 @@ def reply_so_far(self:DialogManager, dialog_name:str|None=None) -> dict:
     it = self.item(dialog_name)
     return {mid: reply_markdown([*list(l['rounds']), dict(content=[dict(type='text', text=''.join(list(l['said'])))], tool_calls=[])])
             for mid, l in list(it.state.get('replies', {}).items())}
+
+@patch
+def end_prompts(self:DialogManager, within:float=0.8):
+    """Stop the prompts being answered in every dialog as `interrupt` does (each reply so far stored, marked `interrupted`, the
+    call waiting for it answered), waiting up to `within` s for the replies to be stored: a stop is seen at the model's next
+    streamed chunk, and a dialog closed before that would lose its reply"""
+    def answering(name):
+        with suppress(HeadlesnbError): return bool(self.reply_so_far(name))
+        return False
+    names = [n for n in list(self._items) if answering(n)]
+    for n in names:
+        with suppress(HeadlesnbError): self.interrupt(n)
+    end = time.monotonic() + within
+    while time.monotonic() < end and any(map(answering, names)): time.sleep(0.02)
+
+@patch
+def close_all(self:DialogManager):
+    "Save and close every dialog, the prompts being answered ended first (`end_prompts`: their replies so far kept)"
+    self.end_prompts()
+    BaseManager.close_all(self)
 
 
 # %% ../nbs/13_dialog.ipynb #901ef753

@@ -1,4 +1,4 @@
-"""The agents audit's defects that cross processes (notes/audit/agents.md D3, D4, D5, D6, D12, D14, D15, D19, D22, D25):
+"""The agents audit's defects that cross processes (D3, D4, D5, D6, D12, D14, D15, D19, D22, D25):
 the command line in subprocesses, the TUI in a real tmux pane, git worktrees. Each test's tmux server is its own
 (TMUX_TMPDIR in a temp folder), and the agents come from the user's agents.toml in a private XDG_CONFIG_HOME."""
 import json, os, resource, subprocess, sys, time

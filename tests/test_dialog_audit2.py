@@ -1,4 +1,4 @@
-"""Dialog fixes from the second serve audit (/work/notes/audit/serve.md), checked across a process boundary: the real
+"""Dialog fixes from the second serve audit, checked across a process boundary: the real
 dialoghelper client against `headlesnb serve --kernel python3`, the real anthropic SDK against tests/fake_anthropic.py,
 a workspace's tools called by the model. Every server process is stopped by PID at the end of its test."""
 import json, os, re, subprocess, sys, time

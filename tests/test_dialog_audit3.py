@@ -1,9 +1,10 @@
-"""Dialog fixes from the MCP editing audit (/work/notes/audit/mcp-edit.md #1, #2, #15, #16), checked as a client sees them:
+"""Dialog fixes from the MCP editing audit (#1, #2, #15, #16) and the prompts an Engine's close ends, checked as a client sees them:
 the official MCP client against `python -m headlesnb.fronts.mcp` over stdio, prompts answered by tests/fake_anthropic.py
 through the real anthropic SDK. Every server is a subprocess the MCP client stops when its session ends."""
-import os, re
+import json, os, re, threading, time
 
 import pytest
+from headlesnb.engine import Engine
 from fake_anthropic import FakeAnthropic
 from test_mcp import stdio_session, ok, err, run
 
@@ -80,3 +81,26 @@ def test_no_api_key_says_where_a_server_gets_it(tmp_path, monkeypatch):
                             "(`headlesnb mcp`: the server's `env` in the MCP client's settings") in e and 'or pass api_key' not in e, e
         run(go)
         assert fake.requests == []
+
+
+def test_closing_the_engine_keeps_the_reply_so_far(tmp_path, monkeypatch):
+    """Engine.close() while a prompt streamed dropped the reply (the MCP server ended prompts itself first; a script, serve or any
+    other host of an Engine did not): the dialogs' close ends the prompts as `interrupt` does, their replies so far stored"""
+    chunks = [dict(type='text', text=f'part{i} ' * 5) for i in range(12)]
+    with FakeAnthropic(replies=[dict(content=chunks)], delay=0.15) as fake:
+        monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
+        eng = Engine(tmp_path)
+        eng.dialogs.use_dialog('dd', mode='create')
+        eng.dialogs.add_message('tell me', 'prompt')
+        got = {}
+        def ask():
+            try: got['res'] = eng.dialogs.execute_prompt()
+            except Exception as e: got['exc'] = e
+        t = threading.Thread(target=ask); t.start()
+        end = time.monotonic() + 20
+        while 'part1' not in ''.join(eng.dialogs.reply_so_far('dd').values()) and time.monotonic() < end: time.sleep(0.05)
+        eng.close()
+        t.join(20)
+        cell = json.loads((tmp_path / 'dd.ipynb').read_text())['cells'][0]
+        reply = ''.join(''.join(o.get('data', {}).get('text/markdown', '')) for o in cell['outputs'])
+        assert 'part0' in reply and 'part11' not in reply and cell['metadata'].get('interrupted') is True, (cell, got)

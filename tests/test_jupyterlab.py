@@ -421,7 +421,7 @@ def test_a_server_that_goes_away_leaves_the_file_with_every_acknowledged_edit(tm
         nm.close_all()
     finally: stop(s)
 
-# ---- the audit of #27 (notes/audit/jupyterlab.md): tests that need no page use a second client of the room, or the REST API, as "the user"
+# ---- the audit of #27: tests that need no page use a second client of the room, or the REST API, as "the user"
 
 def manager(root, lab, **kw): return NotebookManager(root, jupyter_url=lab.url, jupyter_token=lab.token, kernel='inprocess', durable=True, **kw)
 

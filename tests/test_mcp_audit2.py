@@ -1,4 +1,4 @@
-"""MCP notebook and dialog editing, as the second MCP audit found it (notes/audit/mcp-edit.md #4, #8, #13, #14), through the
+"""MCP notebook and dialog editing, as the second MCP audit found it (#4, #8, #13, #14), through the
 official client against `python -m headlesnb.fronts.mcp` subprocesses (stdio and streamable HTTP), prompts answered by the
 fake Anthropic API.
 

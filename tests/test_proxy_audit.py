@@ -1,4 +1,4 @@
-"""`headlesnb proxy` and `headlesnb setup --proxy` against the audit's cases (notes/audit/workspace-proxy.md #1, #2, #4,
+"""`headlesnb proxy` and `headlesnb setup --proxy` against the audit's cases (#1, #2, #4,
 #6, #7, #11): bodies the proxy cannot add the workspace to are forwarded as they came and answered, never dropped;
 a lone surrogate escape is forwarded with the workspace; credentials in --upstream are refused without being printed;
 a client that stalls while sending its request is answered 408 (or closed) after the client timeout, while a slow

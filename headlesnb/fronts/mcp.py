@@ -10,8 +10,8 @@ __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS',
            'run_state_line', 'run_header', 'stop_line', 'run_owner', 'stop_run_text', 'run_output_page', 'RunTools',
            'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
            'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews',
-           'register_agent_tools', 'tool_groups', 'end_prompts', 'close_serving', 'build_server', 'BearerAuth',
-           'mcp_parser', 'Health', 'http_app', 'mcp_main']
+           'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app',
+           'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings
@@ -1508,24 +1508,6 @@ def _grouped(srv:HeadlesnbMCPServer, group:str, register):
     register()
     srv.groups[group] = [t.name for t in srv._tool_manager.list_tools() if t.name not in before]
 
-def end_prompts(dialogs, within:float=0.8):
-    """Stop the prompts being answered in every dialog as `interrupt_dialog` does (each reply so far stored, marked
-    `interrupted`, and the call waiting for it answered), waiting up to `within` s for the replies to be stored: a stop is
-    seen at the model's next streamed chunk, and dialogs closed before that would lose them"""
-    def answering(name):
-        with suppress(HeadlesnbError): return bool(dialogs.reply_so_far(name))
-        return False
-    names = [d['name'] for d in dialogs.list_dialogs() if answering(d['name'])]
-    for n in names:
-        with suppress(HeadlesnbError): dialogs.interrupt(n)
-    end = time.monotonic() + within
-    while time.monotonic() < end and any(map(answering, names)): time.sleep(0.02)
-
-def close_serving(engine:Engine):
-    "Close `engine` at its server's end (Ctrl-C, SIGTERM, stdin closed): the prompts being answered end first (`end_prompts`), then every run, all saved"
-    end_prompts(engine.dialogs)
-    engine.close()
-
 def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_limit:int=20_000, *, engine:Engine|None=None,
                  timeout:float=120.0, progress_interval:float=2.0, name:str='headlesnb', durable:bool=True,
                  workspace:str='default', shell:bool=False, tools=None, close_engine:bool|None=None) -> MCPServer:
@@ -1542,10 +1524,10 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
         try: yield {}
         finally:
             if (news := getattr(srv, 'agent_news', None)) and news.stop: news.stop()
-            if close_engine: await anyio.to_thread.run_sync(close_serving, eng)
+            if close_engine: await anyio.to_thread.run_sync(eng.close)  # (prompts being answered end first, their replies kept: `end_prompts`)
     srv = HeadlesnbMCPServer(name, instructions=INSTRUCTIONS, lifespan=lifespan, log_level='WARNING')
     srv.engine, srv.options = eng, opts
-    srv.ending = (lambda: close_serving(eng)) if close_engine else (lambda: end_prompts(eng.dialogs))
+    srv.ending = eng.close if close_engine else eng.dialogs.end_prompts
 
     async def ping() -> CallToolResult:
         "Answer 'pong' (a connectivity check)."
@@ -1632,7 +1614,7 @@ def http_app(srv:MCPServer, host:str='127.0.0.1', token:str|None=None, port:int|
                         methods=('GET', 'POST', 'DELETE'), name='headlesnb mcp', body_types=('application/json',)), srv.engine)
 
 def _runs_end_first(server, engine:Engine):
-    """Make uvicorn `server`'s shutdown (Ctrl-C, SIGTERM) close `engine` first (`close_serving`): its prompts and runs end (their
+    """Make uvicorn `server`'s shutdown (Ctrl-C, SIGTERM) close `engine` first: its prompts and runs end (their
     replies and outputs so far saved), so a call waiting on one (`get_run(wait)`, a blocking run, a prompt) answers with that end
     rather than being cut when the process ends. The SDK's event streams (sse_starlette) would end at the signal, cutting those
     answers: they end once the engine is closed. A client's open stream, which the server's end cuts, is no error then
@@ -1642,7 +1624,7 @@ def _runs_end_first(server, engine:Engine):
     shutdown = server.shutdown
     async def runs_first(sockets=None):
         logging.getLogger('uvicorn.error').addFilter(lambda rec: 'without completing response' not in rec.getMessage())
-        with suppress(HeadlesnbError): await anyio.to_thread.run_sync(close_serving, engine)  # (what cannot be saved: the lifespan's close says so)
+        with suppress(HeadlesnbError): await anyio.to_thread.run_sync(engine.close)  # (what cannot be saved: the lifespan's close says so)
         AppStatus.should_exit = True  # the streams end now, their calls answered
         await shutdown(sockets)
     server.shutdown = runs_first
