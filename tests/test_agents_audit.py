@@ -11,6 +11,7 @@ import pytest
 from headlesnb.agents import runners
 from headlesnb.agents.store import SessionStore, tmux_name
 from headlesnb.agents.tree import AgentManager
+from test_agents_guard import wait_for
 
 pytestmark = pytest.mark.timeout(180)
 HNB_ARGV = [sys.executable, '-m', 'headlesnb.fronts.cli']
@@ -22,14 +23,6 @@ AG = '[agents.hi]\ncommand = ["sh", "-c", "echo hi"]\n[agents.forever]\ncommand 
 def hnb(*args, cwd, env, timeout=60, preexec_fn=None) -> subprocess.CompletedProcess:
     return subprocess.run(HNB_ARGV + list(args), cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout,
                           stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
-
-
-def wait_for(cond, timeout=20, what='condition'):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if (v := cond()): return v
-        time.sleep(0.05)
-    raise AssertionError(f'timed out waiting for {what}')
 
 
 def sessions() -> set:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from headlesnb.agents.runners import tmux_available, trust_agents_file
+from test_agents_ui_guard import tui_in_tmux
 
 pytestmark = pytest.mark.timeout(180)
 CLI = [sys.executable, '-m', 'headlesnb.fronts.cli']
@@ -93,13 +94,7 @@ def test_one_damaged_session_leaves_tree_and_cleanup_usable(tmp_path, env):
     c = hnb('cleanup', cwd=r, env=env)
     assert c.returncode == 0 and c.stdout == 'no worktrees\n', (c.returncode, c.stdout, c.stderr)
     name = 'hnbtest-audit2-tui'
-    tm = lambda *a: subprocess.run(['tmux', *a], env=env, capture_output=True, text=True, timeout=30)
-    assert tm('new-session', '-d', '-s', name, '-x', '200', '-y', '20', *CLI, 'agents', '--here', '--root', str(r)).returncode == 0
-    tm('set-option', '-t', f'={name}:', 'remain-on-exit', 'on')
-    screen, end = '', time.monotonic() + 60
-    while time.monotonic() < end and 'damaged' not in screen:
-        time.sleep(0.3)
-        screen = tm('capture-pane', '-p', '-t', f'={name}:').stdout
+    tm, screen = tui_in_tmux(name, r, env, 'damaged', 200)
     assert 'damaged' in screen, screen
     time.sleep(5)  # (the TUI checks for dead workers every 2 s: the damaged session is checked too)
     dead = tm('display-message', '-p', '-t', f'={name}:', '#{pane_dead}').stdout.strip()

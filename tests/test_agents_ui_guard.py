@@ -58,18 +58,24 @@ def test_agents_without_a_terminal(root, here):
     assert has.returncode != 0, 'a tmux session holding the TUI was left running'
 
 
+def tui_in_tmux(name, r, env, want:str, width:int):
+    "`headlesnb agents --here` on root `r` in tmux session `name` (kept once it exits): (a tmux caller, the screen once it shows `want`)"
+    tm = lambda *a: subprocess.run(['tmux', *a], env=env, capture_output=True, text=True, timeout=30)
+    assert tm('new-session', '-d', '-s', name, '-x', str(width), '-y', '20', *CLI, 'agents', '--here', '--root', str(r)).returncode == 0
+    tm('set-option', '-t', f'={name}:', 'remain-on-exit', 'on')
+    screen, end = '', time.monotonic() + 60
+    while time.monotonic() < end and want not in screen:
+        time.sleep(0.3)
+        screen = tm('capture-pane', '-p', '-t', f'={name}:').stdout
+    return tm, screen
+
+
 @pytest.mark.skipif(not tmux_available(), reason='needs tmux')
 def test_tui_shows_a_hostile_task_printable(root):
     "The TUI in a real tmux pane: the task's OSC title, colours and BEL reach neither the pane's title nor its screen"
     r, env = root
     name = 'hnbtest-ui-guard'
-    tm = lambda *a: subprocess.run(['tmux', *a], env=env, capture_output=True, text=True, timeout=30)
-    assert tm('new-session', '-d', '-s', name, '-x', '150', '-y', '20', *CLI, 'agents', '--here', '--root', str(r)).returncode == 0
-    tm('set-option', '-t', f'={name}:', 'remain-on-exit', 'on')
-    screen, end = '', time.monotonic() + 60
-    while time.monotonic() < end and 'esc RED' not in screen:
-        time.sleep(0.3)
-        screen = tm('capture-pane', '-p', '-t', f'={name}:').stdout
+    tm, screen = tui_in_tmux(name, r, env, 'esc RED', 150)
     assert 'esc RED end' in screen, screen
     coloured = tm('capture-pane', '-p', '-e', '-t', f'={name}:').stdout
     title = tm('display-message', '-p', '-t', f'={name}:', '#{pane_title}').stdout
