@@ -33,12 +33,14 @@ def root(tmp_path, monkeypatch):
 
 
 def test_poll_and_wait_into_a_closed_pipe(root):
-    "`headlesnb poll 0 | head -c 10`: the reader went away; the command exits quietly (no BrokenPipeError traceback)"
+    "`headlesnb poll 0 | head -c 10` (or `setup`): the reader went away; the command exits quietly (no BrokenPipeError traceback)"
     r, env = root
-    for args in (['poll', '0'], ['wait', '0']):
+    settings, project = r.parent / 'settings.json', r.parent / 'setup-proj'
+    project.mkdir()
+    for args in (['poll', '0', '--root', str(r)], ['wait', '0', '--root', str(r)], ['setup', '--settings', str(settings), '--project', str(project)]):
         rd, wr = os.pipe()
         os.close(rd)  # (closed before the command writes: its write always meets the closed pipe)
-        p = subprocess.run(CLI + args + ['--root', str(r)], env=env, stdout=wr, stderr=subprocess.PIPE, text=True, timeout=60)
+        p = subprocess.run(CLI + args, env=env, stdout=wr, stderr=subprocess.PIPE, text=True, timeout=60)
         os.close(wr)
         assert p.stderr == '' and p.returncode == 1, (args, p.returncode, p.stderr)
 

@@ -122,5 +122,6 @@ def install_hooks(path=None) -> dict:
         added.append(event)
     if added:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, json.dumps(settings, indent=2) + '\n', durable=True)
+        # a settings.json that is a link (a dotfiles manager's) stays one: its target gets the hooks
+        write_text(path.resolve(), json.dumps(settings, indent=2) + '\n', durable=True)
     return dict(path=str(path), added=added)

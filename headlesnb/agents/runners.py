@@ -349,6 +349,7 @@ def _tmux_on(self:Runners) -> bool:
 @patch
 def _agent_spec(self:Runners, agent:str):
     "The `AgentSpec` of `agent` (None for 'dialog'); BadArgumentError for an unknown agent or a program not on PATH"
+    load_notify(self.root, self.agents_config)  # a malformed `notify` fails the spawn, as a bad agent does, not every later message silently
     if agent == 'dialog': return None
     specs = load_agents(self.root, self.agents_config)
     if not isinstance(agent, str) or agent not in specs:

@@ -187,14 +187,10 @@ def agents_main(argv=None) -> int:
             for x in r['kept']: print(f"kept {x['worktree']} (agent {x['id']}): {x['why']}")
             if not r['removed'] and not r['kept']: print('no worktrees')
         elif a.cmd == 'agents': return run_tui(am, a.agent)
-        sys.stdout.flush()  # (a reader that went away is seen here, not at exit)
         return 0
     except HeadlesnbError as e:
         found = f" (root {root}: {how}; give --root for another)" if how else ''  # (a root found above the current folder: say which, and why)
         print(f"headlesnb {a.cmd}: {' '.join(str(e).split())}{found}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # the reader closed the pipe (`| head`): quietly, as Python's docs say, with stdout pointed at devnull for the exit's flush
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 def setup_main(settings=None, project=None) -> int:

@@ -6,7 +6,7 @@
 __all__ = ['main']
 
 # %% ../../nbs/27_fronts.cli.ipynb #47644fad
-import argparse, sys
+import argparse, os, sys
 import headlesnb
 
 # %% ../../nbs/27_fronts.cli.ipynb #21a05ef4
@@ -23,9 +23,16 @@ def _parser():
     return p
 
 def main(argv=None) -> int:
-    "Entry point of the `headlesnb` command: Ctrl-C at any moment (even while a server starts) exits quietly with 130"
-    try: return _dispatch(sys.argv[1:] if argv is None else list(argv))
+    """Entry point of the `headlesnb` command: Ctrl-C at any moment (even while a server starts) exits quietly with 130; a reader
+    that closed the pipe (`| head`) ends it quietly, as Python's docs say, stdout pointed at devnull for the exit's flush"""
+    try:
+        rc = _dispatch(sys.argv[1:] if argv is None else list(argv))
+        sys.stdout.flush()  # (a reader gone is seen here, not at exit)
+        return rc
     except KeyboardInterrupt: return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 def _dispatch(argv:list) -> int:
     if argv[:1] == ['hook'] and len(argv) == 2 and not argv[1].startswith('-'):  # Claude Code waits for it on every tool call: only the session store loads
