@@ -54,7 +54,7 @@ def test_a_notebook_in_conflict_names_the_mcp_calls_and_each_settles_it(tmp_path
                     assert 'saved' in await ok(s, 'save', notebook_name='nd', force=True)
                     assert sources(nd) == ['ours']
                 else:
-                    assert 'reloaded' in await ok(s, 'use_notebook', notebook_name='nd', notebook_path=nd.name, mode='reload')
+                    assert 'reloaded' in await ok(s, 'use_notebook', notebook_name='nd', mode='reload')  # as the error says: its file is the name's
                     assert 'theirs' in await ok(s, 'read_notebook', notebook_name='nd')
                     assert sources(nd) == ['theirs']
                 await ok(s, 'unuse_notebook', notebook_name='nd')  # let go: no longer refused

@@ -267,8 +267,9 @@ class ToolGroup:
         """`use(name, path, mode)` (use_notebook, use_dialog); `mode='reload'` is 'connect', and one open already is read again
         from its file: its unsaved edits and undo history dropped (the way to take a file changed on disk over ours)"""
         if mode != 'reload': return use(name, path, mode, **kw)
-        try: self.mgr.item(name)
+        try: it = self.mgr.item(name)
         except HeadlesnbError: return use(name, path, 'connect', **kw)  # not open: read from its file anyway
+        if path is None: path = self.mgr.rel(it.path)  # (a second name's file is its item's, not NAME.ipynb)
         use(name, path, 'connect', **kw)  # (checked first: a name used for another file reloads nothing)
         self.mgr.reload(name)
         return dict(use(name, path, 'connect'), reloaded=True)
