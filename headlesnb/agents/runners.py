@@ -4,13 +4,13 @@
 
 # %% auto #0
 __all__ = ['BUILTIN_AGENTS', 'CONFIG_LIMIT', 'LAUNCH_SH', 'RESULT_LINES', 'NOTIFY_TIMEOUT', 'EDIT_OPS', 'ROUND_RESULT_LIMIT',
-           'proc_start', 'pid_spec', 'spec_alive', 'process_tree', 'kill_tree', 'tmux_available', 'tmux_literal',
-           'tmux', 'tmux_sessions', 'own_tmux', 'foreign_tmux', 'tmux_pane_pids', 'AgentSpec', 'config_home',
-           'project_agents_file', 'agents_config_paths', 'UntrustedConfigError', 'trust_path', 'config_bytes',
-           'trust_agents_file', 'load_agents', 'load_notify', 'load_routing', 'Runners', 'agent_env', 'fill_argv',
-           'session_file', 'output_tail', 'agent_event', 'agent_summary', 'osc_notification', 'announce', 'notify_main',
-           'AgentAborted', 'own_client', 'AgentLLM', 'dialog_activity', 'DialogRunner', 'saved_rounds',
-           'rounds_messages', 'git']
+           'COUNT_LIMIT', 'proc_start', 'pid_spec', 'spec_alive', 'process_tree', 'kill_tree', 'tmux_available',
+           'tmux_literal', 'tmux', 'tmux_sessions', 'own_tmux', 'moved_tmux', 'foreign_tmux', 'foreign_result',
+           'tmux_pane_pids', 'AgentSpec', 'config_home', 'project_agents_file', 'agents_config_paths',
+           'UntrustedConfigError', 'trust_path', 'config_bytes', 'trust_agents_file', 'load_agents', 'load_notify',
+           'load_routing', 'Runners', 'agent_env', 'fill_argv', 'session_file', 'output_tail', 'agent_event',
+           'agent_summary', 'osc_notification', 'announce', 'notify_main', 'AgentAborted', 'own_client', 'AgentLLM',
+           'dialog_activity', 'DialogRunner', 'saved_rounds', 'rounds_messages', 'git', 'scope_branch']
 
 # %% ../../nbs/16_agents.runners.ipynb #34c6da4b
 import errno, fcntl, hashlib, json, os, re, shlex, shutil, signal, socket, stat, subprocess, sys, tempfile, threading, time, tomllib, weakref
@@ -95,16 +95,30 @@ def tmux_sessions() -> set:
     return set(r.stdout.split()) if r.returncode == 0 else set()
 
 def own_tmux(root, s:dict) -> str:
-    """The tmux session of command agent `s` of the tree at `root`, as headlesnb names it (`tmux_name`) or scope itself does
-    (`scope-ID`, dots as tmux shows them); '' for a dialog agent, none, or a `tmux` file naming any other session: a session file
-    is a plain file a repository or an agent can write, and the user's own sessions are never acted on"""
-    t, id = s['tmux'], s['id']
-    return t if t and s['runner'] != 'dialog' and t in (tmux_name(id, root), f'scope-{id}', f"scope-{id.replace('.', '_')}") else ''
+    """The tmux session of command agent `s` of the tree at `root`, as headlesnb names it (`tmux_name`); '' for a dialog agent,
+    none, or a `tmux` file naming any other session (scope's own `scope-ID` too): a session file is a plain file a repository or
+    an agent can write, and no session headlesnb did not name so is ever ended, typed into or answered"""
+    t = s['tmux']
+    return t if t and s['runner'] != 'dialog' and t == tmux_name(s['id'], root) else ''
+
+def moved_tmux(root, s:dict) -> bool:
+    "Does `s`'s `tmux` file name headlesnb's session for this agent id in a project at another path (this one moved or renamed, say)?"
+    return bool(s['tmux']) and not own_tmux(root, s) and re.fullmatch(rf"scope-[0-9a-f]{{8}}-{re.escape(s['id'].replace('.', '_'))}", s['tmux']) is not None
 
 def foreign_tmux(root, s:dict) -> str:
     "Why the tmux session `s`'s `tmux` file names is left alone ('' when it names the agent's own, or none)"
     if not s['tmux'] or s['runner'] == 'dialog' or own_tmux(root, s): return ''
-    return f"its tmux file names session {s['tmux']!r}, not {tmux_name(s['id'], root)} as headlesnb names its own: that session was left alone"
+    t = s['tmux']
+    if moved_tmux(root, s):
+        return (f"its tmux file names session {t!r}, as headlesnb names agent {s['id']} of a project at another path, not {tmux_name(s['id'], root)}: "
+                f"if this project was moved or renamed, that session may still run this agent, and headlesnb no longer watches or stops it: "
+                f"stop it with `tmux kill-session -t ={t}`")
+    return f"its tmux file names session {t!r}, not {tmux_name(s['id'], root)} as headlesnb names its own: that session was left alone"
+
+def foreign_result(root, s:dict) -> str:
+    "The result of agent `s` whose tmux session is not its own: not 'aborted' when that session may be this agent's, still running"
+    why = foreign_tmux(root, s)
+    return f"not watched any more: {why}" if moved_tmux(root, s) else 'aborted: ' + why
 
 def tmux_pane_pids(name:str) -> list:
     "Process ids of the panes of tmux session `name`"
@@ -249,21 +263,50 @@ def trust_agents_file(root, revoke:bool=False) -> dict:
         if changed: t[str(p)] = digest; _save_trusted(t)
         return dict(path=str(p), sha256=digest, text=text, changed=changed, warnings=_project_programs(Path(root).resolve(), tomllib.loads(text)))
 
+_SHELLS = ('sh', 'bash', 'dash', 'zsh', 'ksh', 'fish')
+_INTERPRETERS = re.compile(r'(?:ba|da|z|k|fi)?sh|python[0-9.]*|pypy[0-9.]*|node|deno|bun|perl|ruby|php|lua|Rscript|tclsh')  # each runs the script it is given
+
+def _run_words(argv:list) -> list:
+    """(word, how) for the words of `argv` that run something: its program ('runs'; after `env`'s settings, the program `env`
+    runs), the script an interpreter or shell is given ('runs'), each word of a shell's `-c` string ('names'); never a data argument"""
+    words, i = [], 0
+    while i < len(argv) and isinstance(argv[i], str):
+        prog, rest = argv[i], argv[i + 1:]
+        words.append((prog, 'runs'))
+        name = os.path.basename(prog)
+        if name == 'env':  # env X=1 -u Y PROG ...
+            i += 1 + next((k for k, x in enumerate(rest) if not (isinstance(x, str) and ('=' in x or x.startswith('-')))), len(rest))
+            continue
+        if _INTERPRETERS.fullmatch(name):
+            for k, x in enumerate(rest):
+                if not isinstance(x, str) or x in ('-m', '-e'): break  # (a module, a program text: no file named here)
+                if x == '-c':
+                    if name in _SHELLS and k + 1 < len(rest) and isinstance(rest[k + 1], str):
+                        try: words += [(w, 'names') for w in shlex.split(rest[k + 1], comments=True)]
+                        except ValueError: pass  # (unbalanced quotes: the shell refuses it too)
+                    break
+                if not x.startswith('-'): words.append((x, 'runs')); break
+        break
+    return words
+
 def _project_programs(root:Path, d:dict) -> list:
-    "A warning for each program (or script it is given) of the agents file `d` that is a file of the project: trust covers agents.toml, not what such a file becomes"
+    """A warning for each program of the agents file `d` (or script it is given, or file its `sh -c` string names) that is a file
+    of the project: trust covers agents.toml, not what such a file becomes, nor anything a command reads from the project"""
     agents = d.get('agents') if isinstance(d.get('agents'), dict) else {}  # (a malformed file: its readers say so)
     cmds = [('notify', d.get('notify'))] + [(f'agents.{n}.{k}', a.get(k)) for n, a in agents.items() if isinstance(a, dict) for k in ('command', 'headless')]
     res = []
     for where, argv in cmds:
         if not isinstance(argv, list): continue
-        for i, x in enumerate(argv):
-            if not isinstance(x, str) or not x or x.startswith('-') or '{' in x: continue
+        for x, how in _run_words(argv):
+            if not x or x.startswith('-') or '{' in x: continue
             f = Path(x) if os.path.isabs(x) else root / x
-            try: ours = ((i == 0 and '/' in x and not os.path.isabs(x)) or f.is_file()) and f.resolve().is_relative_to(root)
+            try: ours = (('/' in x and not os.path.isabs(x)) or f.is_file()) and f.resolve().is_relative_to(root)
             except (OSError, ValueError): ours = False  # (no path at all)
             if ours:
-                res.append(f"{where} runs {x}, a file of the project: its content is not covered by this trust (a change to it, a git pull say, "
-                           "runs without asking); read it too, or run a program from outside the project")
+                what = f"runs {x}" if how == 'runs' else f"is a shell command naming {x}"
+                res.append(f"{where} {what}, a file of the project: its content is not covered by this trust (a change to it, a git pull say, "
+                           "runs without asking), nor is anything a command reads from the project (a Makefile, a module for `python -m`, "
+                           "package.json scripts); read them too, or run a program from outside the project")
                 break
     return res
 
@@ -613,7 +656,7 @@ def _check_alive(self:Runners, sessions) -> bool:
         if (d / 'exit_status').exists(): changed |= self._finalize(s); continue
         if s['runner'] == 'dialog':  # nobody aborted it: its host died; its conversation is on disk, `resume` continues it
             changed |= self.store.transition(id, 'interrupted', activity='', result=f"interrupted: {why} (headlesnb resume {id} continues it)")
-        else: changed |= self.store.transition(id, 'aborted', activity='', result=s['result'] or f'aborted: {why}')
+        else: changed |= self.store.transition(id, 'aborted', activity='', result=s['result'] or (foreign_result(self.root, s) if foreign_tmux(self.root, s) else f'aborted: {why}'))
     if changed:
         for s in sessions:
             if s is not None: announce(self.root, self.store.load(s['id']))  # (once per event, whoever sees it first)
@@ -643,7 +686,7 @@ def _stop(self:Runners, sessions, top:str|None=None, halted=(), join:float=30):
         if (own := own_tmux(self.root, s)):
             pids = tmux_pane_pids(own)
             if pids: names.append(own); roots += pids
-        elif (why := foreign_tmux(self.root, s)) and not s['result']: self.store.write(s['id'], 'result', f'aborted: {why}')
+        elif foreign_tmux(self.root, s) and not s['result']: self.store.write(s['id'], 'result', foreign_result(self.root, s))
         if s['pid'] and not (s['runner'] == 'dialog' and s['host'] == 'thread') and spec_alive(s['pid']):
             roots.append(int(s['pid'].split()[0]))
     procs = process_tree(roots)  # one pass over /proc for the whole subtree, before anything is killed
@@ -670,8 +713,14 @@ def _stop(self:Runners, sessions, top:str|None=None, halted=(), join:float=30):
     for s in sessions:
         if s is not None and s['worktree']:
             try: self._save_wip(s, f"wip (aborted): {s['task'] or 'agent ' + s['id']}")
-            except HeadlesnbError: pass
+            except HeadlesnbError as e: self._not_committed(s['id'], e)
     return left
+
+@patch
+def _not_committed(self:Runners, id:str, e:Exception):
+    "Say in agent `id`'s result (once) that the work of its worktree was not committed, and why"
+    res, note = self.store.read(id, 'result').strip(), f"its work was not committed: {e}"
+    if note not in res: self.store.write(id, 'result', f"{res or 'aborted'}; {note}")
 
 # %% ../../nbs/16_agents.runners.ipynb #54fc4740
 class AgentAborted(Exception):
@@ -1190,14 +1239,38 @@ def _snapshot(self:Runners, wt:Path, message:str) -> tuple:
         return head, git('commit-tree', tree, '-p', head, '-m', message, cwd=wt, env=env)
     finally: os.unlink(idx)
 
+def scope_branch(s:dict) -> str:
+    "The branch `s`'s `branch` file names when it is one headlesnb gives agent `s` (`scope/ID`, or `scope/ID-N` after an earlier tree's), else ''"
+    return s['branch'] if re.fullmatch(rf"scope/{re.escape(s['id'])}(-[1-9][0-9]{{0,8}})?", s['branch'] or '') else ''
+
+def _abs_git_dir(wt:Path, which:str) -> str:
+    return git('rev-parse', '--path-format=absolute', which, cwd=wt, check=False)
+
+@patch
+def _own_worktree(self:Runners, s:dict) -> Path:
+    """Agent `s`'s worktree, when it is one headlesnb made: a linked worktree of this repository (its git folder is not the
+    repository's own), that git lists at this path, whose HEAD is the branch `s` names (`scope/ID`). Else ConflictError saying
+    why: a session's files, and a folder `.scope/worktrees/ID`, are plain files a repository can commit, and a plain folder of
+    the checkout would have git commit onto the user's branch and reset their index"""
+    wt = self._wt_path(s)
+    if not (branch := scope_branch(s)):
+        raise ConflictError(f"its branch file names {s['branch']!r}, not scope/{s['id']} as headlesnb names its agents' branches: nothing is done on it")
+    listed = git('worktree', 'list', '--porcelain', cwd=self._repo(), check=False).split('\n\n')
+    own = (wt.is_dir() and f'worktree {wt}\n' in '\n'.join(b + '\n' for b in listed if f'\nbranch refs/heads/{branch}\n' in b + '\n')
+           and _abs_git_dir(wt, '--git-dir') != (common := _abs_git_dir(wt, '--git-common-dir'))
+           and common == _abs_git_dir(self.root, '--git-common-dir')
+           and git('symbolic-ref', '-q', 'HEAD', cwd=wt, check=False) == f'refs/heads/{branch}')
+    if not own: raise ConflictError(f"{self.rel(wt)} is not the git worktree headlesnb made for agent {s['id']} on branch {branch}: nothing is done in it")
+    return wt
+
 @patch
 def _save_wip(self:Runners, s:dict, message:str) -> str:
-    "Commit the uncommitted work of `s`'s worktree on its branch (its files stay as they are, ignored ones too); the branch's commit"
-    wt = self._wt_path(s)
-    if not wt.exists(): return ''
+    "Commit the uncommitted work of `s`'s worktree on its branch (its files stay as they are, ignored ones too); the branch's commit (ConflictError: not its own worktree)"
+    if not self._wt_path(s).exists(): return ''
+    wt = self._own_worktree(s)
     head, commit = self._snapshot(wt, message)
     if commit != head:
-        git('update-ref', f"refs/heads/{s['branch']}", commit, head, cwd=wt)
+        git('update-ref', f"refs/heads/{scope_branch(s)}", commit, head, cwd=wt)
         git('reset', '-q', cwd=wt)  # (the index follows the branch; no file of the worktree is touched)
     return commit
 
@@ -1212,17 +1285,36 @@ def _cli_running(self:Runners, s:dict) -> bool:
 @patch
 def _diff_summary(self:Runners, s:dict) -> str:
     "One line: files changed and lines added/removed in the agent's worktree since it started (uncommitted work too)"
-    wt = self._wt_path(s)
-    if not wt.exists(): return ''
-    files, plus, minus = set(), 0, 0
-    for line in git('diff', '--numstat', s['base'] or 'HEAD', cwd=wt, check=False).splitlines():
+    try:  # (a worktree that is a link, or not the agent's own: said here, so that `poll` and `wait` of every agent go on)
+        if not self._wt_path(s).exists(): return ''
+        wt = self._own_worktree(s)
+    except HeadlesnbError as e: return f'not counted: {e}'
+    # `base` is a session file: it reaches git only as a commit's name, never as an option (`--output=FILE` truncates FILE)
+    base = git('rev-parse', '--verify', '-q', '--end-of-options', f"{s['base'] or 'HEAD'}^{{commit}}", cwd=wt, check=False) or 'HEAD'
+    files, plus, minus, unknown = set(), 0, 0, False
+    for line in git('diff', '--numstat', '--end-of-options', base, '--', cwd=wt, check=False).splitlines():
         a, b, f = line.split('\t', 2)
         files.add(f); plus += int(a) if a.isdigit() else 0; minus += int(b) if b.isdigit() else 0
     for f in git('ls-files', '--others', '--exclude-standard', cwd=wt, check=False).splitlines():
         files.add(f)
-        try: plus += (wt / f).read_bytes().count(b'\n')
-        except OSError: pass
-    return f"{len(files)} file{'s' * (len(files) != 1)} changed, +{plus} -{minus}" if files else 'no changes'
+        if (n := _lines_of(wt / f)) is None: unknown = True
+        else: plus += n
+    return f"{len(files)} file{'s' * (len(files) != 1)} changed, +{'?' if unknown else plus} -{minus}" if files else 'no changes'
+
+COUNT_LIMIT = 8 << 20  # bytes of a new file whose lines are counted: a dataset or a build's binary is not read at every poll
+
+def _lines_of(p:Path) -> int|None:
+    "Lines of regular file `p` (0 for a link, a FIFO, a device: never read through them), None when it is over COUNT_LIMIT"
+    try: fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError: return 0  # (a symlink: ELOOP; or gone meanwhile)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode): return 0
+        if st.st_size > COUNT_LIMIT: return None
+        n, left = 0, COUNT_LIMIT  # (a file growing meanwhile is read up to the limit at most)
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))): n += chunk.count(b'\n'); left -= len(chunk)
+        return n
+    finally: os.close(fd)
 
 # %% ../../nbs/16_agents.runners.ipynb #799470f1
 @patch
@@ -1234,6 +1326,7 @@ def merge(self:Runners, id, stop:bool=False) -> dict:
     wt = self._wt_path(s)
     if not s['worktree'] or not wt.exists():
         raise ConflictError(f"agent {id} has no worktree any more: its work is on branch {s['branch']}")
+    wt, branch = self._own_worktree(s), scope_branch(s)  # (a planted session's folder or branch: never merged)
     if s['merged']: raise ConflictError(f"agent {id} is already merged ({s['merged'][:12]}); `headlesnb cleanup` removes its worktree")
     if self._cli_running(s):
         if not stop: raise ConflictError(f"agent {id} is {s['status']} but its CLI still runs in tmux session {s['tmux'] or '?'} (it may still write files): "
@@ -1251,11 +1344,11 @@ def merge(self:Runners, id, stop:bool=False) -> dict:
         what = f"would conflict in {', '.join(f for f in files if f) or 'some files'}" if r.returncode == 1 else f"cannot be tried: {r.stderr.strip()}"
         raise ConflictError(f"merging {s['branch']} {what}: nothing was changed; resolve it in {self.rel(wt)} or merge by hand")
     if commit != head:
-        git('update-ref', f"refs/heads/{s['branch']}", commit, head, cwd=wt)
+        git('update-ref', f"refs/heads/{branch}", commit, head, cwd=wt)
         git('reset', '-q', cwd=wt)
     into = git('rev-parse', '--abbrev-ref', 'HEAD', cwd=top)
     summary = self._diff_summary(s)
-    git('merge', '--no-edit', '-m', f"Merge agent {id}: {msg}", s['branch'], cwd=top, env=_git_env(top))
+    git('merge', '--no-edit', '-m', f"Merge agent {id}: {msg}", '--end-of-options', branch, cwd=top, env=_git_env(top))
     merged = git('rev-parse', 'HEAD', cwd=top)
     self.store.write(id, 'merged', merged)
     return dict(id=id, branch=s['branch'], into=into, commit=merged, diff=summary, worktree=self.rel(wt))
@@ -1280,17 +1373,20 @@ def cleanup(self:Runners) -> dict:
     for s in self.list(check=True):
         s = self.store.load(s['id'])
         if not s['branch'] or not s['worktree']: continue
-        wt, why = self._wt_path(s), ''
-        if not wt.exists(): self.store.write(s['id'], 'worktree', ''); continue
-        if s['status'] in LIVE: why = f"it is {s['status']}"
+        try:  # (one agent's worktree that is a link, or not its own, is kept, saying why; the others go on)
+            if not (wt := self._wt_path(s)).exists(): self.store.write(s['id'], 'worktree', ''); continue
+            self._own_worktree(s); why = ''
+        except HeadlesnbError as e: wt, why = None, str(e)
+        if why: pass
+        elif s['status'] in LIVE: why = f"it is {s['status']}"
         elif not s['merged']: why = f"not merged (headlesnb merge {s['id']})"
         elif self._cli_running(s): why = f"its CLI still runs (tmux session {s['tmux']})"
-        elif subprocess.run(['git', 'merge-base', '--is-ancestor', 'HEAD', s['merged']], cwd=wt, capture_output=True).returncode:
+        elif subprocess.run(['git', 'merge-base', '--is-ancestor', '--end-of-options', 'HEAD', s['merged']], cwd=wt, capture_output=True).returncode:
             why = 'it has commits made after the merge'
         elif (left := [l for l in git('status', '--porcelain', '--ignored', '--untracked-files=all', cwd=wt).splitlines()
                        if not l[3:].startswith(_OWN_CACHES)]):
             why = f"it holds files the merge does not have: {', '.join(l[3:] for l in left[:5])}" + (f" and {len(left) - 5} more" if len(left) > 5 else '')
-        if why: kept.append(dict(id=s['id'], worktree=self.rel(wt), why=why)); continue
+        if why: kept.append(dict(id=s['id'], worktree=self.rel(wt) if wt else s['worktree'], why=why)); continue
         git('worktree', 'remove', str(wt), cwd=self._repo())  # (without --force: git itself refuses a worktree with changes)
         self.store.write(s['id'], 'worktree', '')
         removed.append(dict(id=s['id'], worktree=self.rel(wt), branch=s['branch']))

@@ -9,9 +9,9 @@ __all__ = ['TASK_TYPES', 'STATES', 'LIVE', 'FINISHED', 'SESSION_FILES', 'ERROR',
            'SessionStore', 'contract']
 
 # %% ../../nbs/15_agents.store.ipynb #51889dda
-import fcntl, os, re, secrets, shutil, stat, tempfile, time
+import errno, fcntl, os, re, secrets, shutil, stat, tempfile, time
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from fastcore.basics import patch
 from ..errors import *
 from ..paths import check_in_root
@@ -141,6 +141,17 @@ def _check_own(root:Path, path:Path, what:str):
                 raise PathOutsideRootError(f"{q} is a symlink (to {os.readlink(q)}): agents' files are not kept through links; remove it") from None
         raise
 
+def _open_lock(path) -> int:
+    "A descriptor of lock file `path` (made when missing); CorruptFileError naming it when it is no regular file: a symlink is not followed, a FIFO not waited on (a repository can ship either)"
+    try: fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        if e.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR): raise  # (a folder gone, no permission: the system's own error)
+        fd = None  # (a symlink, a FIFO with no reader, a folder)
+    if fd is not None:
+        if stat.S_ISREG(os.fstat(fd).st_mode): return fd
+        os.close(fd)  # (a FIFO that has a reader, a device)
+    raise CorruptFileError(f"{path} is {_kind(path)}: a lock is a plain file, so it is not used; remove it")
+
 class SessionStore:
     "scope's files under `ROOT/.scope`: one folder of small text files per session, and the `next_id` counter"
     def __init__(self, root):
@@ -181,8 +192,7 @@ class SessionStore:
     def lock(self, id:str|None=None):
         "An exclusive lock across processes: scope's id lock, or (with `id`) one session's state lock"
         if id is None: _check_own(self.root, self.dir, 'agents folder')
-        p = self.dir / 'next_id.lock' if id is None else self.path(id) / '.lock'
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = _open_lock(self.dir / 'next_id.lock' if id is None else self.path(id) / '.lock')
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -225,6 +235,11 @@ def create(self:SessionStore, parent:str, files:dict, fill=None) -> str:
 _EXTRA = ('inputs', 'runner', 'host', 'pid', 'worktree', 'branch', 'base', 'merged', 'exit_status', 'model', 'tmux_session', 'delivered', 'screen')
 _FIELDS = ('task', 'task_type', 'agent', 'parent', 'state', 'activity', 'result', 'tmux', 'created_at') + _EXTRA
 
+def _bad_worktree(id:str, wt:str) -> bool:
+    "Does a `worktree` file holding `wt` name anything but agent `id`'s own `.scope/worktrees/ID` (or a folder in it)?"
+    p = PurePosixPath(wt)
+    return bool(wt) and (str(p) != wt or p.parts[:3] != (SCOPE_DIR, 'worktrees', id) or '..' in p.parts)
+
 @patch
 def load(self:SessionStore, id:str) -> dict|None:
     "Session `id` as a dict, or None when there is no such session"
@@ -236,7 +251,10 @@ def load(self:SessionStore, id:str) -> dict|None:
         for n in _FIELDS:
             try: f[n] = read_text(n, d) if n in present else ''
             except CorruptFileError: f[n] = '?' if n == 'state' else ''; bad.append(f'{n} is {_kind(n, d)}')  # (a state unread: running, not finished)
+        if '.lock' in present and not stat.S_ISREG(os.lstat('.lock', dir_fd=d).st_mode): bad.append(f".lock is {_kind('.lock', d)}")  # (its state can be neither changed nor ended)
     finally: os.close(d)
+    if _bad_worktree(id, f['worktree'].strip()):  # (a repository can commit one naming `..`: no agent works there)
+        bad.append(f"worktree names {f['worktree'].strip()[:80]!r}, not its own {SCOPE_DIR}/worktrees/{id}"); f['worktree'] = ''
     if f['state'].strip() not in STATES + ('', '?'): bad.append(f"state holds {f['state'].strip()[:40]!r}, no state (taken as running)")
     damaged = f"damaged: in {SCOPE_DIR}/sessions/{id}/, {'; '.join(bad)}: fix or remove it" if bad else ''  # (the agent is shown, never hidden)
     return dict(id=id, status=state_of(f['state']), activity=damaged or f['activity'].strip(), result=f['result'], damaged=damaged,
@@ -252,7 +270,7 @@ _RACY_NS = 1_000_000_000  # file times are coarse (a few ms here, 2 s on FAT): a
 def _signature(folder:str) -> tuple:
     "Inode, size and times of each file of a session folder that `load` reads: equal signatures, equal sessions"
     return tuple((n, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-                 for n in sorted(set(os.listdir(folder)).intersection(_FIELDS)) for st in (os.lstat(os.path.join(folder, n)),))
+                 for n in sorted(set(os.listdir(folder)).intersection(_FIELDS + ('.lock',))) for st in (os.lstat(os.path.join(folder, n)),))
 
 @patch
 def load_all(self:SessionStore) -> list:

@@ -188,11 +188,20 @@ def notify_target() -> str:
 
 @patch
 def workdir(self:AgentManager, id) -> Path:
-    "The folder agent `id` works in: its worktree, else its nearest ancestor's, else the root"
+    """The folder agent `id` works in: its worktree, else its nearest ancestor's, else the root. A worktree's folder is derived, never
+    read: `.scope/worktrees/ID` (refused when a link is on its way, as `_wt_path` does) at the root's place in the repository; a
+    `worktree` file naming any other folder is a CorruptFileError (a repository can commit one naming `..`): nothing runs there"""
     id = check_id(id)
     while id:
         wt = self.store.read(id, 'worktree').strip() if self.store.exists(id) else ''
-        if wt: return self.root / wt
+        if wt:
+            where = f"{self.rel(self.store.path(id))}/worktree names {wt[:80]!r}"
+            try: sub = self.root.relative_to(self._repo())
+            except BadArgumentError as e: raise CorruptFileError(f"{where}, but {e}: no agent works there; fix or remove it") from None
+            work = self._wt_path(dict(id=id)) / sub
+            if wt != self.rel(work) or work.resolve() != work:
+                raise CorruptFileError(f"{where}, not {self.rel(work)}, the worktree headlesnb makes for agent {id}: no agent works there; fix or remove it")
+            return work
         id = parent_of(id)
     return self.root
 
@@ -236,7 +245,7 @@ def subtree(self:AgentManager, id) -> list:
 
 @patch
 def abort(self:AgentManager, id) -> dict:
-    "Abort agent `id` and all its descendants; returns once all are stopped: `{'aborted': ids now aborted, 'finished': ids already done}`"
+    "Abort agent `id` and all its descendants; returns once all are stopped: `{'aborted': ids now aborted, 'finished': ids already done}`, and `damaged`: ids left as they are (a lock that is a symlink, say), when there are any"
     id = check_id(id)
     halted = self._halt(id)  # the runners of this process stop first, before any file is written
     try: top = self.store.transition(id, 'aborted', frm=LIVE + ('interrupted',), durable=False)  # the top first, seen at once: every start below checks its ancestors
@@ -244,11 +253,15 @@ def abort(self:AgentManager, id) -> dict:
     if top: self.store.write(id, 'activity', '')
     with self.store.lock(): ids = self.subtree(id)  # a child being spawned now is listed here, or refused (see `spawn`)
     below = sorted((i for i in ids if i != id), key=lambda i: (i.count('.'), id_key(i)))
-    aborted = [id] * top + [i for i in below if self.store.transition(i, 'aborted', frm=LIVE + ('interrupted',), activity='')]
+    damaged = []
+    def end(i):  # (a damaged session, its lock a symlink say, cannot be ended: it stays as it is, shown damaged, and the rest is still stopped)
+        try: return self.store.transition(i, 'aborted', frm=LIVE + ('interrupted',), activity='')
+        except CorruptFileError: damaged.append(i); return False
+    aborted = [id] * top + [i for i in below if end(i)]
     self._stop([self.store.load(i) for i in aborted], id, halted)  # (a finished agent keeps everything: its session, its worktree)
     if top:  # the top's state was written to be seen at once; now it is flushed to disk too, before abort answers
         with self.store.lock(id): self.store.write(id, 'state', 'aborted', durable=True)
-    return dict(aborted=sorted(aborted, key=id_key), finished=sorted(set(ids) - set(aborted), key=id_key))
+    return dict(aborted=sorted(aborted, key=id_key), finished=sorted(set(ids) - set(aborted) - set(damaged), key=id_key)) | (dict(damaged=damaged) if damaged else {})
 
 @patch
 def subscribe(self:AgentManager, listener, every:float=0.25):
@@ -307,10 +320,11 @@ def resume(self:AgentManager, id) -> dict:
     s = self.get(check_id(id))  # (a host that just died is noticed first)
     if s['status'] == 'interrupted':
         self._check_llm()
-        for i in self.subtree(s['id'])[:-1]:  # deepest first: a child is working again before its parent waits for it
-            if self.get(i)['status'] == 'interrupted':
-                try: self._close_round(i); Runners.resume(self, i)
-                except ConflictError: pass  # (changed meanwhile, or under an aborted agent: it stays as it is)
+        kids = [i for i in self.subtree(s['id'])[:-1] if self.get(i)['status'] == 'interrupted']  # deepest first: a child is working again before its parent waits for it
+        for i in [*kids, s['id']]: self.workdir(i)  # (a `worktree` file naming a folder that is not theirs: refused before anything runs)
+        for i in kids:
+            try: self._close_round(i); Runners.resume(self, i)
+            except ConflictError: pass  # (changed meanwhile, or under an aborted agent: it stays as it is)
         self._close_round(s['id'])
     return Runners.resume(self, s['id'])
 
