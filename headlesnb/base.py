@@ -113,6 +113,9 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
             if mode == 'create' and full.exists():  # as for a file not open (a workspace's file is written only at its first change)
                 raise ConflictError(f"{self.rel(full)} already exists, open as {self.kind} {name!r}: nothing was created; "
                                     "use mode='connect' to use it as it is")
+            if mode == 'create' and isinstance(it.doc, NbDoc):  # its file was deleted: "created" would keep the old content, write nothing
+                raise ConflictError(f"{self.kind} {name!r} is open, and its file {self.rel(full)} was deleted: nothing was created; "
+                                    "unuse it first to create a new empty one, or keep it (mode='connect'): its next change writes the file again")
             self.active = name
             return it
         other = next((n for n, i in self._items.items() if i.path == full), None)

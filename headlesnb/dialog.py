@@ -8,7 +8,7 @@ __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'DlgMessage', 'cell2msg
            'reply_output', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
-import json, keyword, os, re, shutil, subprocess, threading, time
+import contextvars, json, keyword, os, re, shutil, subprocess, threading, time
 from contextlib import suppress
 from copy import deepcopy
 from fastcore.basics import patch
@@ -196,8 +196,11 @@ class DialogManager(BaseManager):
             finally: self._drop_gone_current(it)  # (also after steps that failed part way)
 
     def unuse_dialog(self, dialog_name:str|None=None) -> dict:
-        "Save and close a dialog, freeing its kernel (queued runs are dropped)"
-        it = self._close(dialog_name)
+        """Save and close a dialog, freeing its kernel (queued runs are dropped; the prompts being answered end first, as
+        `interrupt` ends them: their replies so far stored, see `end_prompts`)"""
+        it = self.item(dialog_name)
+        if it.state.get('replies'): self.end_prompts([it.name])  # (prompts being answered: see `execute_prompt`, `end_prompts` below)
+        self._close(it.name)
         return dict(name=it.name, path=self.rel(it.path), closed=True)
 
     def set_active_dialog(self, dialog_name:str) -> dict: return self._info(self._activate(dialog_name))
@@ -280,7 +283,7 @@ def find_messages(self:DialogManager, re_pattern:str='', msg_type:str|None=None,
                   include_skipped:bool=False, before:int=0, after:int=0, context:int=0, limit:int|None=None, use_case:bool=False,
                   use_regex:bool=True, only_err:bool=False, only_exp:bool=False, only_chg:bool=False, headers_only:bool=False,
                   header_section:str|None=None, dialog_name:str|None=None) -> list:
-    "Messages matching every filter given, in dialog order (with `context` messages around each pattern match)"
+    "Messages matching every filter given, in dialog order (with `context` messages around each pattern match, marked `context=True`)"
     if msg_type is not None and msg_type not in MSG_TYPES: raise BadArgumentError(f"msg_type must be one of {', '.join(MSG_TYPES)}, not {msg_type!r}")
     if headers_only and header_section: raise BadArgumentError("headers_only and header_section cannot be used together")
     before, after = max(check_int(before, 'before', 0), check_int(context, 'context', 0)), max(check_int(after, 'after', 0), context)
@@ -303,7 +306,8 @@ def find_messages(self:DialogManager, re_pattern:str='', msg_type:str|None=None,
     hits = [i for i, m in enumerate(ms) if hit(m)]
     if limit: hits = hits[:limit]
     keep = sorted({j for i in hits for j in range(max(0, i - before), min(len(ms), i + after + 1))}) if pat and (before or after) else hits
-    res = [ms[i] for i in keep]
+    found = set(hits)
+    res = [ms[i] if i in found else dict(ms[i], context=True) for i in keep]
     if headers_only: res = [dict(m, content=m['content'].split('\n', 1)[0]) for m in res]
     if not include_output: res = [dict(m, output='', ai_output='') for m in res]
     return res
@@ -823,15 +827,37 @@ def prompt_context(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
     it, mid, m, above = self._prompt(dialog_name, msg_id)
     return self._context(it.name, m, above)
 
+class _StoppableLLM:
+    """An LLM client whose requests `stop()` ends at once, even while the model has sent nothing yet (a stop is otherwise
+    seen only at its next streamed chunk): each request waits in a thread of its own, dropped at a stop (it ends by itself
+    at its next chunk, its answer unused). Only what `run_tool_loop` uses of a client"""
+    def __init__(self, llm, stop): self.llm, self.stop = llm, stop
+    @property
+    def model(self): return self.llm.model
+
+    def complete(self, system, messages, tools=None, on_text=None, thinking=None):
+        from headlesnb.llm import _Stopped
+        box, done, ctx = {}, threading.Event(), contextvars.copy_context()
+        def request():
+            try: box['reply'] = ctx.run(self.llm.complete, system, messages, tools, on_text=on_text, thinking=thinking)
+            except BaseException as e: box['error'] = e
+            finally: done.set()
+        threading.Thread(target=request, name='headlesnb-prompt-request', daemon=True).start()
+        while not done.wait(0.05):
+            # a stream under way sees the stop at its next chunk (its text kept): given a moment for that before it is dropped
+            if self.stop() and not done.wait(0.3): raise _Stopped()
+        if 'error' in box: raise box['error']
+        return box['reply']
+
 _BAD_TOOL = "the API takes tool names of 1-128 ASCII letters, digits, '_' or '-': rename the function"
 
 @patch
 def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None, on_text=None,
                    thinking:int|None=None, max_rounds:int|None=None, wait:float|None=None) -> dict:
     """Answer a prompt message with the LLM; the reply is stored as its output, usage in its meta (a `run_error` of an earlier
-    try is cleared). `interrupt` stops it between streamed chunks or rounds: the reply so far is stored, marked `interrupted`.
-    An API failure (`LLMError`, raised) stores the reply so far too (tools may have run), with the failure as its `run_error`.
-    Until the reply is stored, `reply_so_far` shows it as it grows. `wait`: answered as a run (as `run_message`), after at
+    try is cleared). `interrupt` stops it at once (also while the model has sent nothing yet): the reply so far is stored,
+    marked `interrupted`. An API failure (`LLMError`, raised) stores the reply so far too (tools may have run), with the
+    failure as its `run_error`. Until the reply is stored, `reply_so_far` shows it as it grows. `wait`: answered as a run (as `run_message`), after at
     most that many seconds; the run's id if it goes on (see `get_run`)"""
     from headlesnb.llm import run_tool_loop, TOOL_NAME_RE
     if max_rounds is not None: check_int(max_rounds, 'max_rounds', 1)
@@ -841,6 +867,7 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
     bad = {n: _BAD_TOOL for n in named if not TOOL_NAME_RE.match(n)}  # (reported, never offered: the API would refuse every request)
     names = [n for n in named if n not in bad]
     stop, run = threading.Event(), _RUN.get()  # set by `interrupt`; a run carrying this prompt out stops it too (`interrupt_run`)
+    stopped = lambda: stop.is_set() or (run is not None and run.stop_asked)
     live = dict(rounds=[], said=[])  # the reply as it grows: the rounds done, the text of the one under way
     def said(t):
         live['said'].append(t)
@@ -858,27 +885,29 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
             ctx = self._context(it.name, m, above)
             host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
             call = lambda n, fn, args: fn(**args) if n in host else self._call_in_kernel(kernel, n, fn, args)
-            failed = None
-            try: res = run_tool_loop(self.llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
+            failed, llm = None, _StoppableLLM(self.llm, stopped)
+            try: res = run_tool_loop(llm, ctx.system, ctx.messages, {**tools, **host}, max_rounds=max_rounds or self.max_rounds,
                                      on_text=said, thinking=thinking, call_tool=call, tail=lambda: render_sections(self._sections(it.name)),
-                                     stop=lambda: stop.is_set() or (run is not None and run.stop_asked), on_round=round_done)
+                                     stop=stopped, on_round=round_done)
             except LLMError as e:  # (its `partial`: the rounds done and the text streamed before the failure)
                 if (res := getattr(e, 'partial', None)) is None: raise
                 failed = e
         finally: it.state['prompts'].discard(stop)
         reply = reply_markdown(res.rounds)
         usage = dict(res.reply.usage, model=res.reply.model)
-        stopped = res.reply.stop_reason == 'interrupted'
+        halted = res.reply.stop_reason == 'interrupted'
         ans = dict(id=mid, reply=reply, usage=usage, stop_reason=res.reply.stop_reason, dropped=ctx.dropped,
                    tool_calls=[dict(name=t.name, input=t.input, result=t.result, is_error=t.is_error) for t in res.tool_calls],
-                   missing_tools=[n for n in names if n not in tools and n not in bad], bad_tools=bad, stored=bool(reply) or not (stopped or failed))
-        if stopped: ans['status'] = 'interrupted'  # (as an interrupted cell's: its run ends 'interrupted')
+                   missing_tools=[n for n in names if n not in tools and n not in bad], bad_tools=bad, stored=bool(reply) or not (halted or failed))
+        if halted: ans['status'] = 'interrupted'  # (as an interrupted cell's: its run ends 'interrupted')
         if ans['stored']:  # (interrupted, or failed, before a word came: the prompt keeps its earlier reply)
-            with self.edit(it.name, strict=False) as it:
+            with self.edit(it.name, strict=False) as now:
+                # (a dialog closed meanwhile and opened again under its name is another session: this run never writes into it)
+                if now is not it: raise NotFoundError(f"dialog {it.name!r} was closed while prompt {mid} was answered, so its reply was not stored")
                 try: cell = it.doc.cell(mid)
                 except NotFoundError: raise NotFoundError(f"prompt {mid} was deleted while it was answered") from None
                 meta = {'usage': usage, 'run_error': f'{type(failed).__name__}: {failed}' if failed else None,  # (None: cleared)
-                        'interrupted': True if stopped else None}
+                        'interrupted': True if halted else None}
                 new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta=meta, time_run=utc_now())))
                 it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
         if failed: raise failed
@@ -894,14 +923,14 @@ def reply_so_far(self:DialogManager, dialog_name:str|None=None) -> dict:
             for mid, l in list(it.state.get('replies', {}).items())}
 
 @patch
-def end_prompts(self:DialogManager, within:float=0.8):
-    """Stop the prompts being answered in every dialog as `interrupt` does (each reply so far stored, marked `interrupted`, the
-    call waiting for it answered), waiting up to `within` s for the replies to be stored: a stop is seen at the model's next
-    streamed chunk, and a dialog closed before that would lose its reply"""
+def end_prompts(self:DialogManager, names:list|None=None, within:float=0.8):
+    """Stop the prompts being answered in dialogs `names` (default: every dialog) as `interrupt` does (each reply so far
+    stored, marked `interrupted`, the call waiting for it answered), waiting up to `within` s for the replies to be stored:
+    a dialog closed before that would lose its reply (a stop ends a request at once: see `_StoppableLLM`)"""
     def answering(name):
         with suppress(HeadlesnbError): return bool(self.reply_so_far(name))
         return False
-    names = [n for n in list(self._items) if answering(n)]
+    names = [n for n in (list(self._items) if names is None else names) if answering(n)]
     for n in names:
         with suppress(HeadlesnbError): self.interrupt(n)
     end = time.monotonic() + within

@@ -46,6 +46,7 @@ def _text(s):
 _OUTPUT_TYPES = ('stream', 'display_data', 'execute_result', 'error')
 
 def _lines(v) -> bool: return isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v)
+def _data_ok(mime, v) -> bool: return mime == 'application/json' or mime.endswith('+json') or _lines(v)  # a mime bundle's value
 
 def _what(v) -> str:
     "What JSON value `v` is, for an error saying it is not what belongs there"
@@ -65,7 +66,13 @@ def _bad_cell(c) -> str|None:
     if not _lines(s := c.get('source', '')): return f"its source is {_what(s)}, not a string or a list of strings"
     if not isinstance(m := c.get('metadata', {}), dict): return f"its metadata is {_what(m)}, not an object ({{}} for none)"
     if t == 'code' and not isinstance(o := c.get('outputs', []), list): return f"its outputs are {_what(o)}, not a list"
+    if not _attachments_ok(c.get('attachments', {})):  # (a dialog turns each into a message's attachment: odd ones failed every read)
+        return "its attachments must be an object of {name: {mime: data}}, each data a string or a list of strings"
     return None
+
+def _attachments_ok(a) -> bool:
+    "Are `a` a cell's attachments as nbformat's schema has them: each name a non-empty mime bundle (JSON data may be any value)"
+    return isinstance(a, dict) and all(isinstance(b, dict) and b and all(_data_ok(m, v) for m, v in b.items()) for b in a.values())
 
 def _bad_output(o) -> str|None:
     """What is wrong with output `o`, None if nothing: the types nbformat's schema fixes and the engine relies on (a file
@@ -79,7 +86,7 @@ def _bad_output(o) -> str|None:
         return None if ok and all(isinstance(x, str) for x in o.get('traceback', [])) else "its ename and evalue must be strings, its traceback a list of strings"
     for k in ('data', 'metadata'):
         if not isinstance(v := o.get(k, {}), dict): return f"its {k} is {_what(v)}, not an object ({{}} for none)"
-    bad = next((m for m, v in o.get('data', {}).items() if not (m == 'application/json' or m.endswith('+json') or _lines(v))), None)
+    bad = next((m for m, v in o.get('data', {}).items() if not _data_ok(m, v)), None)
     return f"its {bad} data must be a string or a list of strings" if bad else None
 
 def parse_nb(text:str|bytes, path='<notebook>') -> dict:
@@ -300,12 +307,17 @@ def _swapped(self:NbDoc):
 
 @patch
 def _lstat(self:NbDoc, dfd:int):
-    "The file's stat, not following a symlink (None if there is no file); PathOutsideRootError if it is a symlink now"
+    """The file's stat, not following a symlink (None if there is no file); PathOutsideRootError if it is a symlink now,
+    ConflictError if it is a folder (a write or a read would fail deep in the OS, naming no file)"""
     try: st = os.stat(self.path.name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError: return None
     if stat.S_ISLNK(st.st_mode):
         raise PathOutsideRootError(f"{self.path} was replaced by a symbolic link since it was opened: headlesnb neither reads nor "
                                    "writes through it; remove the link and reload")
+    if stat.S_ISDIR(st.st_mode):
+        if self._disk[1] is None: raise BadArgumentError(f"{self.path} is a folder, not a notebook")  # (never read: being opened)
+        raise ConflictError(f"{self.path} is now a folder: headlesnb neither reads nor writes there and nothing was changed; "
+                            "move it away, then try again (the edits not yet saved are then written back to the file)")
     return st
 
 @patch
@@ -314,7 +326,6 @@ def _read_nb(self:NbDoc) -> dict:
     dfd = self._open_dir()
     st = self._lstat(dfd)
     if st is None: raise NotFoundError(f"{self.path} does not exist")
-    if stat.S_ISDIR(st.st_mode): raise BadArgumentError(f"{self.path} is a folder, not a notebook")
     data = read_regular(self.path.name, dir_fd=dfd, flags=_NOFOLLOW)  # a FIFO swapped in is refused, not waited on
     nb = parse_nb(data, self.path)
     with self._disk_lock: self._disk = _sig(st), data

@@ -145,3 +145,26 @@ def test_half_an_emoji_in_a_stdio_call_is_answered(tmp_path):
         assert ''.join(json.loads((tmp_path / 'n.ipynb').read_text())['cells'][0]['source']) == 'half \ufffd emoji'
     finally:
         p.kill(); p.wait()
+
+
+def test_requests_the_sdk_cannot_read_are_answered_over_stdio(tmp_path):
+    """Valid JSON that is no request the SDK reads (`params: 5`, nesting past its parser's depth, a NUL after the object, no
+    method) was dropped without a word: its client waited for ever. A request with an id gets a JSON-RPC error; the server goes on"""
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.mcp', '--root', str(tmp_path)], env=ENV, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def send(line):
+        p.stdin.write(line + '\n'); p.stdin.flush()
+        assert select.select([p.stdout], [], [], 60)[0], f'no answer to {line[:80]!r} in 60 s'
+        return json.loads(p.stdout.readline())
+    try:
+        assert send(json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': INIT['params']}))['id'] == 1
+        p.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        deep = '[' * 100_000 + ']' * 100_000
+        for rid, line in [(2, '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":5}'),
+                          (3, '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ping","arguments":{"x":%s}}}' % deep),
+                          (4, '{"jsonrpc":"2.0","id":4,"method":"ping"}\x00'), ('x5', '{"jsonrpc":"2.0","id":"x5"}')]:
+            r = send(line)
+            assert r['id'] == rid and r['error']['code'] == -32600 and 'not a JSON-RPC message the server can read' in r['error']['message'], r
+        assert send('{"jsonrpc":"2.0","id":6,"method":"ping"}') == {'jsonrpc': '2.0', 'id': 6, 'result': {}}  # it goes on
+    finally:
+        p.kill(); p.wait()

@@ -7,16 +7,17 @@ __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS',
            'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'one_segment', 'compact_schema',
            'jms_error', 'sendable', 'mcp_ways', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
            'format_variable', 'output_mime', 'output_content', 'register_resources', 'changed_text', 'wants_progress',
-           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'stop_run_text', 'run_output_page', 'RunTools',
-           'format_message', 'DialogTools', 'result_schema', 'register_notebook_tools', 'register_dialog_tools',
-           'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts', 'AgentNews',
-           'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health', 'http_app',
-           'mcp_main']
+           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'stop_run_text', 'run_output_page', 'run_what',
+           'RunTools', 'format_message', 'find_answer', 'DialogTools', 'result_schema', 'register_notebook_tools',
+           'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts',
+           'AgentNews', 'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health',
+           'http_app', 'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings
 from pathlib import Path
 from contextlib import asynccontextmanager, suppress
+from dataclasses import replace
 from urllib.parse import quote
 from typing import Annotated, Literal
 import anyio, anyio.to_thread
@@ -31,7 +32,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import jsonrpc_message_adapter
+from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError, jsonrpc_message_adapter
 from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import RUN_KEEP, make_kernel, run_info
@@ -116,11 +117,33 @@ def _mended(item):
     except Exception: return item  # (not JSON at all, or nested past the parser's depth: the SDK's way)
     return SessionMessage(msg)
 
+_ID_RE = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+def _request_id(exc:ValidationError):
+    "The id of the request in a line the SDK refused (None if it has none: a notification, or no id can be read), so it can be answered"
+    for e in exc.errors():
+        v = e.get('input')
+        if isinstance(v, str):  # not JSON the SDK reads: Python's parser (one object, whatever follows it), else the head before its params
+            try: v = json.JSONDecoder().raw_decode(v)[0]
+            except (ValueError, RecursionError):
+                m = _ID_RE.search(v.split('"params"', 1)[0])
+                return json.loads(m[1]) if m else None
+        if isinstance(v, dict) and 'id' in v and 'result' not in v and 'error' not in v:  # (a response of the client's is not answered)
+            return v['id'] if isinstance(v['id'], (int, str)) and not isinstance(v['id'], bool) else None
+    return None
+
 class _MendedStream:
-    "The stdio transport's read stream, through `_mended`"
-    def __init__(self, inner): self.inner = inner
+    """The stdio transport's read stream, through `_mended`; a request the SDK still cannot read is answered with a JSON-RPC error
+    (it dropped it, and its client waited for ever), anything else it drops is said on stderr"""
+    def __init__(self, inner, write): self.inner, self.write = inner, write
     def __getattr__(self, name): return getattr(self.inner, name)  # (`last_context`: the sender's context)
-    async def receive(self): return _mended(await self.inner.receive())
+    async def receive(self):
+        while True:
+            item = _mended(await self.inner.receive())
+            if not isinstance(item, ValidationError): return item
+            why = one_line(f"not a JSON-RPC message the server can read: {item.errors()[0].get('msg', '')}", 300)
+            if (rid := _request_id(item)) is None: print(f"headlesnb mcp: dropped a message: {why}", file=sys.stderr, flush=True)
+            else: await self.write.send(SessionMessage(JSONRPCError(jsonrpc='2.0', id=rid, error=ErrorData(code=INVALID_REQUEST, message=why))))
     def __aiter__(self): return self
     async def __anext__(self):
         try: return await self.receive()
@@ -151,7 +174,7 @@ class HeadlesnbMCPServer(MCPServer):
             served, serving = anyio.Event(), anyio.CancelScope(shield=True)  # (the cancel reaches the calls only once they are answered)
             async def serve():
                 with serving:
-                    try: await self._lowlevel_server.run(_MendedStream(read), write, self._lowlevel_server.create_initialization_options())
+                    try: await self._lowlevel_server.run(_MendedStream(read, write), write, self._lowlevel_server.create_initialization_options())
                     finally: served.set()
             tg.start_soon(serve)
             try: await served.wait()
@@ -925,6 +948,13 @@ def run_output_page(mgrs, run_id:str, output_index:int, offset:int, limit:int, o
     outs = run_owner(mgrs, run_id).get_run(run_id)['outputs']
     return format_output_page(outs, output_index, offset, limit, opts, OutputsOf(run_id=run_id))
 
+def run_what(d:dict, notebook:bool) -> str:
+    "What run `d` is, as `get_run` names it: a notebook's cell, or a dialog's message (a dialog has no cells)"
+    cid = d.get('cell_id')
+    if notebook: return f"{d['kind']} run of {d['name']!r}" + (f", cell id {cid}" if cid else '')
+    kind = 'code' if d['kind'] == 'cell' else d['kind']  # (a code message runs as a cell of the dialog's kernel)
+    return f"{kind} run of dialog {d['name']!r}" + (f", message {cid}" if cid else '')
+
 class RunTools(ToolGroup):
     "The tools over every manager's runs (notebooks' and dialogs'): a run id names its manager"
     def _owner(self, run_id): return run_owner(self.mgr, run_id)
@@ -945,8 +975,9 @@ async def get_run(self:RunTools, run_id:_RunId,
         since:Annotated[int, Field(description="First output wanted (the last answer's next)", ge=0, strict=True)]=0) -> CallToolResult:
     "A run's status, time so far and outputs from `since` on; `wait`: answers at new output or the end."
     def poll(): return self._owner(run_id).get_run(run_id, wait, since)
-    def fmt(d): return self._fmt_going(d, f"{d['kind']} run of {d['name']!r}" + (f", cell id {d['cell_id']}" if d.get('cell_id') else ''),
-                                       isinstance(self._owner(run_id), NotebookManager))
+    def fmt(d):
+        notebook = isinstance(self._owner(run_id), NotebookManager)
+        return self._fmt_going(d, run_what(d, notebook), notebook)
     if not wait:  # nothing to wait for: answered here, without a thread hop (it only reads)
         try: return fmt(poll())
         except Exception as e: return failed(e, self.opts.text_limit)
@@ -980,6 +1011,31 @@ def format_message(m:dict, opts:McpOptions, output:bool=True, dialog:str|None=No
     p = page_text(text, offset, opts.text_limit, f"message {m['id']}")
     return (f"message {m['id']}: characters {p['offset']:,}-{p['end']:,} of {p['total']:,}; "
             + (f"next: {more(p['next_offset'])}" if p['next_offset'] is not None else 'the end') + f"\n{p['text']}")
+
+def _left_out(ms:list) -> str:
+    "The note naming the messages `ms` an answer of `find_msgs` left out: the matches, then the context messages"
+    ids = lambda xs: ', '.join(x['id'] for x in xs[:50]) + (' …' if len(xs) > 50 else '')
+    hits, near = [m for m in ms if not m.get('context')], [m for m in ms if m.get('context')]
+    said = ([f"{_plural(len(hits), 'more matching message')} left out of this answer: {ids(hits)}"] if hits else []) + (
+            [f"{_plural(len(near), 'context message')} (around the matches) left out: {ids(near)}"] if near else [])
+    return f"[{'; '.join(said)}; read_msg(msg_id=...) reads one, a narrower re_pattern, limit or context finds fewer]"
+
+def find_answer(ms:list, fmt, limit:int) -> str:
+    """The answer of `find_msgs` within `limit` characters, its note included: whole messages in dialog order, the matches
+    first in the budget (in order, while they fit), then context messages (marked `context`) around them; those left out
+    named. `fmt(m, limit)`: message `m` as text within `limit` (the first match is cut to fit rather than left out)"""
+    shown, used, full = {}, 0, False
+    def size(m, t):  # the answer's length with message `m` shown as `t`, the note for the rest included
+        rest = [x for x in ms if x['id'] not in shown and x is not m]
+        return used + len(t) + 2 * len(shown) + (len(_left_out(rest)) + 2 if rest else 0)
+    for m in [m for m in ms if not m.get('context')] + [m for m in ms if m.get('context')]:
+        if full and not m.get('context'): continue  # (a match left out: the later ones too, so the note names a tail of them)
+        t = fmt(m, limit)
+        if not shown and size(m, t) > limit: t = fmt(m, max(1, limit - (size(m, t) - len(t))))  # (the first match cut to fit, never lost)
+        if size(m, t) > limit: full = True; continue
+        shown[m['id']] = t; used += len(t)
+    rest = [m for m in ms if m['id'] not in shown]
+    return '\n\n'.join([shown[m['id']] for m in ms if m['id'] in shown] + ([_left_out(rest)] if rest else []))
 
 class DialogTools(ToolGroup):
     "The dialog tools of the MCP server, over one `DialogManager`"
@@ -1026,16 +1082,7 @@ async def find_msgs(self:DialogTools,
     "Find messages in a dialog, in order."
     def fmt(ms):
         if not ms: return "no matching messages"
-        parts, used = [], 0
-        for i, m in enumerate(ms):  # whole messages while the answer's budget lasts; the ones left out named
-            t = format_message(m, self.opts, include_output, dialog_name)
-            if parts and used + len(t) > self.opts.text_limit:
-                ids = [x['id'] for x in ms[i:]]
-                parts.append(f"[{_plural(len(ids), 'more matching message')} left out of this answer: {', '.join(ids[:50])}{' …' if len(ids) > 50 else ''}; "
-                             "read_msg(msg_id=...) reads one, a narrower re_pattern or limit finds fewer]")
-                break
-            parts.append(t); used += len(t)
-        return '\n\n'.join(parts)
+        return find_answer(ms, lambda m, limit: format_message(m, replace(self.opts, text_limit=limit), include_output, dialog_name), self.opts.text_limit)
     return await self._do(lambda: self.dm.find_messages(re_pattern, msg_type, include_output=include_output, include_skipped=include_skipped,
                                                         context=context, limit=limit, use_regex=use_regex, only_err=only_err, only_exp=only_exp,
                                                         only_chg=only_chg, headers_only=headers_only, header_section=header_section,

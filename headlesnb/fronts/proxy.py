@@ -9,7 +9,7 @@ __all__ = ['HEADER', 'SECRET_HEADERS', 'HOP_HEADERS', 'DEFAULT_UPSTREAM', 'MAX_R
            'setup_proxy_main', 'proxy_parser', 'proxy_main']
 
 # %% ../../nbs/24_fronts.proxy.ipynb #3385e59f
-import argparse, base64, http.client, http.server, itertools, json, os, re, select, socket, socketserver, sys, threading, time, uuid
+import argparse, base64, http.client, http.server, io, itertools, json, os, re, select, socket, socketserver, sys, threading, time, uuid
 from collections import deque
 from pathlib import Path
 from fastcore.basics import patch
@@ -152,7 +152,7 @@ HOP_HEADERS = {'connection', 'keep-alive', 'proxy-connection', 'proxy-authentica
                'transfer-encoding', 'upgrade', 'host', 'content-length', 'accept-encoding', 'x-headlesnb-token'}
 DEFAULT_UPSTREAM = 'https://api.anthropic.com'
 MAX_REQUEST = 64 * 1024 * 1024  # bytes a request body may have (the API's own limit is 32 MB)
-CLIENT_TIMEOUT = 60.0  # seconds a client may stay silent while it sends a request (a stuck one would hold its thread for ever)
+CLIENT_TIMEOUT = 60.0  # seconds a request's head and body may take from its first byte (a stuck or trickling one would hold its thread for ever)
 
 def error_json(message:str, type:str='api_error') -> bytes:
     "An error body as the API writes it"
@@ -239,12 +239,30 @@ class Upstream:
             if resp.isclosed() and not resp.will_close and len(self.idle) < self.keep: return self.idle.append(sock)
         sock.close()
 
+class _Deadline(io.RawIOBase):
+    "A client socket's reads: each request's (head and body) all within `limit` seconds of its first byte; `done` once it is in"
+    def __init__(self, sock, limit:float): self.sock, self.limit, self.deadline = sock, limit, None
+    def readable(self): return True
+    def readinto(self, b) -> int:
+        if self.deadline is None: return self._first(b)
+        if (left := self.deadline - time.monotonic()) <= 0: raise TimeoutError('the request took too long')
+        self.sock.settimeout(min(left, self.limit))
+        try: return self.sock.recv_into(b)
+        finally: self.sock.settimeout(self.limit)  # (writes to the client keep the plain timeout)
+    def _first(self, b) -> int:
+        n = self.sock.recv_into(b)
+        if n: self.deadline = time.monotonic() + self.limit
+        return n
+    def done(self): self.deadline = None  # the next request's clock starts at its first byte
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version, server_version, sys_version = 'HTTP/1.1', 'headlesnb-proxy', ''
 
     def setup(self):
         self.timeout = self.server.proxy.client_timeout  # (put on the client's socket: its reads, and writes to a client that stopped reading; never the upstream's)
         super().setup()
+        self.rfile.close()  # (the socket's plain reader: each read would have its own timeout)
+        self.rfile = io.BufferedReader(_Deadline(self.connection, self.timeout), 65536)
         _nodelay(self.connection)
 
     def log_message(self, *args): pass  # no access log: nothing about a request goes to the console
@@ -262,14 +280,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.reply(status, error_json(message, type), [('content-type', 'application/json')])
 
     def read_body(self) -> bytes|None:
-        "The request body (None: refused, already answered)"
+        "The request body (None: refused, already answered); the request is then in: the answer, however long, has no deadline"
         try: return self._read_body()
         except ValueError:
             self.close_connection = True
             self.api_error(400, 'headlesnb proxy: a malformed request body (chunk sizes or content-length)', 'invalid_request_error')
         except TimeoutError:  # (a client silent mid-head is closed by http.server: it has sent no request to answer)
             self.close_connection = True
-            self.api_error(408, f'headlesnb proxy: the request body stopped coming for {self.timeout:g} seconds', 'timeout_error')
+            self.api_error(408, f'headlesnb proxy: the request did not arrive whole within {self.timeout:g} seconds of its first byte', 'timeout_error')
+        finally: self.rfile.raw.done()
 
     def _read_body(self) -> bytes|None:
         te, n = self.headers.get('transfer-encoding', '').lower(), self.headers.get('content-length')
@@ -416,8 +435,16 @@ def check_upstream(url:str) -> str:
         raise BadArgumentError("upstream must not hold a user name or password (USER:PASSWORD@HOST): the proxy sends only the client's own headers; "
                                "give the URL without them (Claude Code can add a header with ANTHROPIC_CUSTOM_HEADERS)")
     if u.scheme not in ('http', 'https') or not u.hostname or u.query or u.fragment:
-        raise BadArgumentError(f"upstream must be an http(s) URL such as {DEFAULT_UPSTREAM}, not {url!r}")
+        raise BadArgumentError(f"upstream must be an http(s) URL such as {DEFAULT_UPSTREAM} (no query), not {_masked(url)!r}")
     return url.rstrip('/')
+
+def _masked(url:str) -> str:
+    "`url` as a message may repeat it: its query and anything up to an `@` (a user name and password, however mistyped) hidden"
+    scheme = re.match(r'[A-Za-z][A-Za-z0-9+.-]*:/*', url)
+    head = scheme[0] if scheme else ''
+    rest, query = re.split(r'[?#]', url[len(head):], maxsplit=1)[0], re.search(r'[?#]', url)
+    if '@' in rest: rest = '…@' + rest.rpartition('@')[2]
+    return head + rest + ('?…' if query else '')
 
 # %% ../../nbs/24_fronts.proxy.ipynb #154484aa
 class ProxyServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
