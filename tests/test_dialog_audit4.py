@@ -1,16 +1,13 @@
 """Dialog defects of the fixes2 audit (F13, F4, F12, F11), checked as a client sees them: the official MCP client against
 `python -m headlesnb.fronts.mcp` (stdio), prompts answered by tests/fake_anthropic.py through the real anthropic SDK.
 Every server is a subprocess the MCP client stops when its session ends (the Ctrl-C one is signalled by its PID)."""
-import json, os, re, shlex, signal, sys, time
+import json, re, time
 
 import anyio
-import psutil
 import pytest
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from fake_anthropic import FakeAnthropic
-from test_mcp import stdio_session, ok, text, run, server_args
-from test_mcp_audit2 import slow_reply, prompt_then_ctrl_c
+from test_mcp import stdio_session, ok, text, run
+from test_mcp_audit2 import slow_reply, stdio_prompt_then_ctrl_c
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -90,22 +87,8 @@ def test_ctrl_c_before_the_first_chunk_answers_the_prompt(tmp_path, monkeypatch)
     "F4: Ctrl-C of the stdio server while the prompt waited for the model's first chunk: the call was never answered (EOF), then 130"
     with FakeAnthropic(replies=[slow_start(6)]) as fake:
         monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
-        rc, errlog, got, root = tmp_path / 'rc', tmp_path / 'stderr', {}, tmp_path / 'root'
-        # the official client starts the server; a shell between keeps its exit status (the client reaps the process it started)
-        cmd = f'{shlex.join([sys.executable, *server_args(root)])}; echo $? > {shlex.quote(str(rc))}'
-        async def go():
-            params = StdioServerParameters(command='sh', args=['-c', cmd], env=dict(os.environ))
-            with open(errlog, 'w') as f:
-                async with stdio_client(params, errlog=f) as (r, w), ClientSession(r, w) as s:
-                    await s.initialize()
-                    server = next(c for c in psutil.Process().children(recursive=True) if c.cmdline()[1:3] == ['-m', 'headlesnb.fronts.mcp'])
-                    await prompt_then_ctrl_c(s, fake, lambda: server.send_signal(signal.SIGINT), got)
-                    with anyio.move_on_after(20):
-                        while not (rc.exists() and rc.read_text().strip()): await anyio.sleep(0.1)
-        try: run(go)
-        except BaseException: pass  # (the session ends with the server)
-        errs = errlog.read_text()
-        assert rc.read_text().strip() == '130' and 'Traceback' not in errs, (rc.read_text(), errs)
+        rc, errs, got, root = stdio_prompt_then_ctrl_c(tmp_path, fake)
+        assert rc == '130' and 'Traceback' not in errs, (rc, errs)
         assert 'res' in got and not got['res'].is_error and 'interrupted' in text(got['res']), got
         assert 'late words' not in json.dumps(prompt_cell(root / 'dd.ipynb'))
 

@@ -141,27 +141,31 @@ def test_ctrl_c_of_the_http_server_stores_the_reply_so_far_and_answers_the_promp
             p.stderr.close()
 
 
+def stdio_prompt_then_ctrl_c(tmp_path, fake) -> tuple:
+    "A stdio server asked a prompt of `fake`, then Ctrl-C (`prompt_then_ctrl_c`): (its exit status, its stderr, the call's result or failure, its root)"
+    rc, errlog, got, root = tmp_path / 'rc', tmp_path / 'stderr', {}, tmp_path / 'root'
+    # the official client starts the server; a shell between keeps its exit status (the client reaps the process it started)
+    cmd = f'{shlex.join([sys.executable, *server_args(root)])}; echo $? > {shlex.quote(str(rc))}'
+    async def go():
+        params = StdioServerParameters(command='sh', args=['-c', cmd], env=dict(os.environ))
+        with open(errlog, 'w') as f:
+            async with stdio_client(params, errlog=f) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                server = next(c for c in psutil.Process().children(recursive=True) if c.cmdline()[1:3] == ['-m', 'headlesnb.fronts.mcp'])
+                await prompt_then_ctrl_c(s, fake, lambda: server.send_signal(signal.SIGINT), got)
+                with anyio.move_on_after(20):  # (the client ends the shell as it leaves: not before its exit status is kept)
+                    while not (rc.exists() and rc.read_text().strip()): await anyio.sleep(0.1)
+    try: run(go)
+    except BaseException: pass  # (the session ends with the server)
+    return rc.read_text().strip(), errlog.read_text(), got, root
+
+
 def test_ctrl_c_of_the_stdio_server_stores_the_reply_so_far_and_answers_the_prompt(tmp_path, monkeypatch):
     "#8 over stdio: the reply so far was stored or not (a race with the dialogs' close), and the call was cut; then 130"
     with FakeAnthropic(replies=[slow_reply()], delay=0.15) as fake:
         monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
-        rc, errlog, got = tmp_path / 'rc', tmp_path / 'stderr', {}
-        root = tmp_path / 'root'
-        # the official client starts the server; a shell between keeps its exit status (the client reaps the process it started)
-        cmd = f'{shlex.join([sys.executable, *server_args(root)])}; echo $? > {shlex.quote(str(rc))}'
-        async def go():
-            params = StdioServerParameters(command='sh', args=['-c', cmd], env=dict(os.environ))
-            with open(errlog, 'w') as f:
-                async with stdio_client(params, errlog=f) as (r, w), ClientSession(r, w) as s:
-                    await s.initialize()
-                    server = next(c for c in psutil.Process().children(recursive=True) if c.cmdline()[1:3] == ['-m', 'headlesnb.fronts.mcp'])
-                    await prompt_then_ctrl_c(s, fake, lambda: server.send_signal(signal.SIGINT), got)
-                    with anyio.move_on_after(20):  # (the client ends the shell as it leaves: not before its exit status is kept)
-                        while not (rc.exists() and rc.read_text().strip()): await anyio.sleep(0.1)
-        try: run(go)
-        except BaseException: pass  # (the session ends with the server)
-        errs = errlog.read_text()
-        assert rc.read_text().strip() == '130' and 'Traceback' not in errs, (rc.read_text(), errs)
+        rc, errs, got, root = stdio_prompt_then_ctrl_c(tmp_path, fake)
+        assert rc == '130' and 'Traceback' not in errs, (rc, errs)
         check_reply_so_far(root, got)
 
 
