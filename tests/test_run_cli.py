@@ -605,7 +605,7 @@ def test_malformed_metadata_is_a_clear_error_naming_the_input(tmp_path):
     out.write_text('precious')
     cases = [({'kernelspec': 'python3'}, {}, 'metadata.kernelspec is not an object'), ({'language_info': 'python'}, {}, 'metadata.language_info'),
              ({'kernelspec': 5}, {}, 'metadata.kernelspec'), ({'papermill': 'x'}, {}, 'metadata.papermill'),
-             ({}, {'tags': 5}, "cell 1's metadata.tags"), ({}, [], "cell 1's metadata is not an object"),
+             ({}, {'tags': 5}, "cell 1's metadata.tags"), ({}, [], "cell 1 (index 0) is not a valid notebook cell: its metadata is a list, not an object"),
              ({}, {'tags': 'injected-parameters'}, "cell 1's metadata.tags is not a list of strings")]  # (a string was matched by substring)
     for i, (md, cell_md, said) in enumerate(cases):
         src = _shaped(tmp_path / f'bad{i}.ipynb', md, cell_md)

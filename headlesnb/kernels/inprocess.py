@@ -292,7 +292,7 @@ class _HereRun(_Handed):
         try:
             self.task = self.loop.create_task(self.shell.execute(self.code))
             with self.lock: self.running, go = True, self.halted
-            if go: self._stopper()  # stopped before it ran
+            if go: self.task.cancel()  # stopped before it ran: cancelled before its first step, the cell never runs
             if timer: timer.daemon = True; timer.start()
             while True:
                 try: self.res = self.loop.run_until_complete(self.task); break
@@ -534,6 +534,7 @@ def _run(self, code:str, timeout, nested:str|None=None, parent=None) -> RunResul
             if self._stop_first: return self._unrun(shell, started)
             where = _where(self, nested)
             self._current = r = _Run(self, shell, code) if where == 'loop' else _HereRun(self, shell, code)
+            if self._stop_first: r.stop('interrupted')  # (an interrupt that came between the check above and here)
             here = where == 'here'
             try: done = True if here else r.start().wait(timeout, self.stop_grace, nested)
             finally:
@@ -577,6 +578,7 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
             shell, n, started = self._begin()
             if self._stop_first: return self._unrun(shell, started)
             self._current = r = _HereRun(self, shell, code) if _where(self, nested) == 'main' else _Run(self, shell, code)
+            if self._stop_first: r.stop('interrupted')  # (an interrupt that came between the check above and here)
             try: done = await r.start().wait_async(timeout, self.stop_grace)
             except asyncio.CancelledError: self._end(r, r.fut.done(), n, started, timeout); raise
             finally: self._current = None
