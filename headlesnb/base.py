@@ -9,7 +9,7 @@ __all__ = ['RUN_KEEP', 'LIVE_EVERY', 'Item', 'BaseManager', 'noting', 'kernel_fo
 
 # %% ../nbs/09_base.ipynb #0dff7b59
 from fastcore.basics import patch
-import asyncio, concurrent.futures, contextvars, functools, inspect, os, sys, threading, time
+import asyncio, concurrent.futures, contextvars, functools, inspect, os, sys, threading, time, weakref
 from collections import deque
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
@@ -18,7 +18,7 @@ from pathlib import Path
 from .errors import *
 from .paths import resolve_in_root, check_name
 from .document import NbDoc, new_id
-from .history import History
+from .history import History, CLIENT
 from .kernels.kernel import Kernel, RunResult, OUTPUT_LIMIT, run_timeout
 from .kernels.mainthread import MAIN
 from .utils import join_text, utc_now
@@ -55,12 +55,31 @@ class BaseManager:
         self.kernel, self.jupyter_url, self.jupyter_token = kernel, jupyter_url, jupyter_token  # see `make_kernel`
         self.kernel_factory = kernel_factory  # callable(cwd) -> Kernel, instead of choosing by name
         self.durable = durable  # each operation that changes a document returns once the change is on disk
-        self._items, self._lock, self.active = {}, threading.RLock(), None
+        self._items, self._lock = {}, threading.RLock()
+        self._host_active, self._chosen = None, weakref.WeakKeyDictionary()  # the active item: the host's, and each `Client`'s (see `active`)
         self._runs, self._live, self.live_every = {}, None, LIVE_EVERY  # runs by id (see `Run`); the thread writing outputs as they come
         self.run_listeners = []  # called with each run that outlived its call when it ends (to tell someone)
 
     def resolve(self, path, what='path') -> Path: return resolve_in_root(self.root, path, what)
     def rel(self, path:Path) -> str: return Path(path).relative_to(self.root).as_posix()
+
+    @property
+    def active(self) -> str|None:
+        "The caller's active item (see `history.CLIENT`): a client that chose none yet has the host's"
+        c = CLIENT.get()
+        return self._host_active if c is None else self._chosen.get(c, self._host_active)
+
+    @active.setter
+    def active(self, name:str|None):
+        c = CLIENT.get()
+        if c is None: self._host_active = name
+        else: self._chosen[c] = name
+
+    def _forget_active(self, name:str):
+        "Item `name` closes: it is no one's active item any more"
+        if self._host_active == name: self._host_active = None
+        for c, n in list(self._chosen.items()):
+            if n == name: self._chosen[c] = None
 
     def item(self, name:str|None=None) -> Item:
         "The item called `name` (default: the active one)"
@@ -157,7 +176,7 @@ def _close(self:BaseManager, name:str|None=None) -> Item:
         if it.kernel is not None: self._let_go(it)
         with self._lock:
             self._items.pop(it.name, None)
-            if self.active == it.name: self.active = None
+            self._forget_active(it.name)
             for r in self._runs.values():
                 if r.name == it.name and r.over: r._closed(self.rel(it.path), self.kind)
     return it
@@ -888,7 +907,7 @@ def _start(self:BaseManager, r:Run, fn, *args) -> Run:
     def go():
         with suppress(BaseException): self._carry(r, fn, *args)
     r.listeners += self.run_listeners
-    threading.Thread(target=go, name=f'headlesnb-{r.id}', daemon=True).start()
+    threading.Thread(target=contextvars.copy_context().run, args=(go,), name=f'headlesnb-{r.id}', daemon=True).start()  # (as its caller: `CLIENT`)
     self._watch_live()
     return r
 

@@ -451,9 +451,9 @@ def test_cancelled_execute_cell_still_stores_what_the_cell_printed(tmp_path):
 def http_server(tmp_path):
     "Start `python -m headlesnb.fronts.mcp --transport http` on a free port; yield a starter; kill by PID afterwards"
     procs = []
-    def start(token=None, env_token=None):
+    def start(token=None, env_token=None, extra=()):
         port = free_port()
-        args = server_args(tmp_path, '--transport', 'http', '--port', str(port)) + (['--token', token] if token else [])
+        args = server_args(tmp_path, '--transport', 'http', '--port', str(port), *extra) + (['--token', token] if token else [])
         env = dict(os.environ)
         env.pop('HEADLESNB_MCP_TOKEN', None)
         if env_token: env['HEADLESNB_MCP_TOKEN'] = env_token

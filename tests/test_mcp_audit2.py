@@ -108,6 +108,13 @@ async def prompt_then_ctrl_c(s, fake, interrupt, got):
         await anyio.sleep(30)
 
 
+def ctrl_c(send, presses:int):
+    "Ctrl-C `presses` times, 0.15 s apart, as a person who presses it again does"
+    for i in range(presses):
+        if i: time.sleep(0.15)
+        send(signal.SIGINT)
+
+
 def check_reply_so_far(root, got):
     "The call was answered with the reply so far, and the prompt stores it marked interrupted (as interrupt_dialog leaves it)"
     assert 'res' in got, got
@@ -118,8 +125,10 @@ def check_reply_so_far(root, got):
     assert 'part0' in reply and 'part11' not in reply and cell['metadata'].get('interrupted') is True, cell
 
 
-def test_ctrl_c_of_the_http_server_stores_the_reply_so_far_and_answers_the_prompt(tmp_path, monkeypatch):
-    "#8: SIGINT while execute_prompt streamed: the prompt kept no reply, the client's call was cut; now as interrupt_dialog does, then 130"
+@pytest.mark.parametrize('presses', [1, 3])
+def test_ctrl_c_of_the_http_server_stores_the_reply_so_far_and_answers_the_prompt(tmp_path, monkeypatch, presses):
+    """#8: SIGINT while execute_prompt streamed: the prompt kept no reply, the client's call was cut; now as interrupt_dialog does, then 130.
+    Pressed three times, the same (a second Ctrl-C cut the server's end short: a uvicorn traceback)"""
     with FakeAnthropic(replies=[slow_reply()], delay=0.15) as fake:
         monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
         port = free_port()
@@ -129,7 +138,7 @@ def test_ctrl_c_of_the_http_server_stores_the_reply_so_far_and_answers_the_promp
             url, got = f'http://127.0.0.1:{port}/mcp', {}
             async def go():
                 await until_answering(url)
-                async with http_session(url) as s: await prompt_then_ctrl_c(s, fake, lambda: p.send_signal(signal.SIGINT), got)
+                async with http_session(url) as s: await prompt_then_ctrl_c(s, fake, lambda: ctrl_c(p.send_signal, presses), got)
             try: run(go)
             except BaseException: pass  # (the session ends with the server)
             p.wait(20)
@@ -141,8 +150,8 @@ def test_ctrl_c_of_the_http_server_stores_the_reply_so_far_and_answers_the_promp
             p.stderr.close()
 
 
-def stdio_prompt_then_ctrl_c(tmp_path, fake) -> tuple:
-    "A stdio server asked a prompt of `fake`, then Ctrl-C (`prompt_then_ctrl_c`): (its exit status, its stderr, the call's result or failure, its root)"
+def stdio_prompt_then_ctrl_c(tmp_path, fake, presses:int=1) -> tuple:
+    "A stdio server asked a prompt of `fake`, then Ctrl-C `presses` times (`prompt_then_ctrl_c`): (its exit status, its stderr, the call's result or failure, its root)"
     rc, errlog, got, root = tmp_path / 'rc', tmp_path / 'stderr', {}, tmp_path / 'root'
     # the official client starts the server; a shell between keeps its exit status (the client reaps the process it started)
     cmd = f'{shlex.join([sys.executable, *server_args(root)])}; echo $? > {shlex.quote(str(rc))}'
@@ -152,7 +161,7 @@ def stdio_prompt_then_ctrl_c(tmp_path, fake) -> tuple:
             async with stdio_client(params, errlog=f) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
                 server = next(c for c in psutil.Process().children(recursive=True) if c.cmdline()[1:3] == ['-m', 'headlesnb.fronts.mcp'])
-                await prompt_then_ctrl_c(s, fake, lambda: server.send_signal(signal.SIGINT), got)
+                await prompt_then_ctrl_c(s, fake, lambda: ctrl_c(server.send_signal, presses), got)
                 with anyio.move_on_after(20):  # (the client ends the shell as it leaves: not before its exit status is kept)
                     while not (rc.exists() and rc.read_text().strip()): await anyio.sleep(0.1)
     try: run(go)
@@ -160,11 +169,13 @@ def stdio_prompt_then_ctrl_c(tmp_path, fake) -> tuple:
     return rc.read_text().strip(), errlog.read_text(), got, root
 
 
-def test_ctrl_c_of_the_stdio_server_stores_the_reply_so_far_and_answers_the_prompt(tmp_path, monkeypatch):
-    "#8 over stdio: the reply so far was stored or not (a race with the dialogs' close), and the call was cut; then 130"
+@pytest.mark.parametrize('presses', [1, 3])
+def test_ctrl_c_of_the_stdio_server_stores_the_reply_so_far_and_answers_the_prompt(tmp_path, monkeypatch, presses):
+    """#8 over stdio: the reply so far was stored or not (a race with the dialogs' close), and the call was cut; then 130.
+    Pressed three times, the same (a second Ctrl-C left the call unanswered)"""
     with FakeAnthropic(replies=[slow_reply()], delay=0.15) as fake:
         monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
-        rc, errs, got, root = stdio_prompt_then_ctrl_c(tmp_path, fake)
+        rc, errs, got, root = stdio_prompt_then_ctrl_c(tmp_path, fake, presses)
         assert rc == '130' and 'Traceback' not in errs, (rc, errs)
         check_reply_so_far(root, got)
 

@@ -122,6 +122,23 @@ def test_ctrl_c_ends_the_stdio_mcp_server_after_a_tool_call(tmp_path):
     ended_by_ctrl_c(p)
     assert (tmp_path/'a.ipynb').exists()
 
+def test_stdin_closed_while_a_notebook_cannot_be_saved_says_so_in_one_line(tmp_path):
+    "The client goes away (stdin closed) while an edit cannot be saved: the one line naming the file, exit 1, no traceback"
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(tmp_path), '--no-durable'], env=ENV, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert 'result' in rpc(p, 1, 'initialize', protocolVersion='2025-06-18', capabilities={}, clientInfo=dict(name='t', version='1'))
+    p.stdin.write(json.dumps(dict(jsonrpc='2.0', method='notifications/initialized')) + '\n'); p.stdin.flush()
+    assert not rpc(p, 2, 'tools/call', name='use_notebook', arguments=dict(notebook_name='nb', mode='create'))['result'].get('isError')
+    assert not rpc(p, 3, 'tools/call', name='insert_cell', arguments=dict(cell_index=-1, cell_type='markdown', cell_source='ours'))['result'].get('isError')
+    (elsewhere := tmp_path.parent / f'{tmp_path.name}-outside.ipynb').write_text('{}')
+    (tmp_path / 'nb.ipynb').unlink(); (tmp_path / 'nb.ipynb').symlink_to(elsewhere)  # never written through
+    p.stdin.close()
+    p.wait(60)
+    err = p.stderr.read(); p.stdout.close(); p.stderr.close()
+    assert p.returncode == 1 and 'Traceback' not in err, (p.returncode, err)
+    assert err.strip().splitlines()[-1].startswith(f'headlesnb: could not save {tmp_path / "nb.ipynb"} at exit: '), err
+    assert elsewhere.read_text() == '{}'
+
 # ---------------------------------------------------------------- a runaway cell holds up no other dialog
 RUNAWAY = 'import os, time\nopen("a-started", "w").write(str(os.getpid()))\ntime.sleep(120)'
 

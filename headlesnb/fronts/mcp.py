@@ -14,7 +14,7 @@ __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS',
            'http_app', 'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
-import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings
+import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings, weakref
 from pathlib import Path
 from contextlib import asynccontextmanager, suppress
 from dataclasses import replace
@@ -37,6 +37,7 @@ from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import RUN_KEEP, make_kernel, run_info
 from ..dialog import reply_output
+from ..history import Client, as_client
 from ..engine import Engine
 from .options import add_kernel_args, as_argparse, bind, port_number, positive_seconds, root_folder, run_quietly, workspace_name
 from .security import Guard, MAX_BODY, bracket, is_loopback
@@ -191,6 +192,7 @@ class HeadlesnbMCPServer(MCPServer):
         super().__init__(*args, **kw)
         self.kinds = {}   # tool -> the `kind` of its structuredContent (jupyter-mcp-server 2.2's name for what an answer is)
         self.groups = {}  # tool group -> the names of its tools
+        self._clients, self._lock = weakref.WeakKeyDictionary(), threading.Lock()  # an HTTP session's connection -> its `Client`
         self.calls = 0    # tool calls under way
         self.ending = lambda: None  # what ends the runs at Ctrl-C (`build_server`: its engine's prompts, and runs if it closes the engine)
 
@@ -221,10 +223,23 @@ class HeadlesnbMCPServer(MCPServer):
         content = [b.model_copy(update=dict(text=mcp_ways(b.text, *item(b.text)))) if isinstance(b, TextContent) else b for b in res.content]
         return res.model_copy(update=dict(content=content))
 
+    def _client(self, context) -> Client|None:
+        """The `Client` of the HTTP session (`Mcp-Session-Id`) making a request: its default notebook and dialog, and the steps it
+        may undo, are its own. None (the host's) for stdio, whose process serves one client, and for requests that carry no session
+        (the 2026-07-28 protocol's, and calls made in Python), which name their notebook to be sure of it"""
+        try: conn = context.request_context.session._connection  # (the SDK makes a ServerSession per request, a Connection per client)
+        except (AttributeError, ValueError): return None
+        if getattr(conn, 'session_id', None) is None: return None
+        with self._lock: return self._clients.setdefault(conn, Client(f'MCP session {conn.session_id[:8]}'))
+
     async def call_tool(self, name, arguments, context=None):
         self.calls += 1
-        try: return await self._call_tool(name, arguments, context)
+        try:
+            with as_client(self._client(context)): return await self._call_tool(name, arguments, context)
         finally: self.calls -= 1
+
+    async def get_prompt(self, name, arguments=None, context=None):
+        with as_client(self._client(context)): return await super().get_prompt(name, arguments, context)
 
     async def _call_tool(self, name, arguments, context=None):
         tool = self._tool_manager.get_tool(name)
@@ -510,8 +525,9 @@ async def history(self:NotebookTools, notebook_name:_NbName=None) -> CallToolRes
     "Show the notebook's undo and redo stacks."
     def fmt(d):
         t = lambda e: time.strftime('%H:%M:%S', time.localtime(e['time']))
-        lines = [f"undo ({len(d['undo'])}, most recent last):"] + [f"  {e['label']} ({t(e)})" for e in d['undo']]
-        lines += [f"redo ({len(d['redo'])}, next first):"] + [f"  {e['label']} ({t(e)})" for e in d['redo']]
+        s = lambda e: f"  {e['label']} ({t(e)}{'' if e['mine'] else ', by another client: not yours to undo'})"
+        lines = [f"undo ({len(d['undo'])}, most recent last):"] + [s(e) for e in d['undo']]
+        lines += [f"redo ({len(d['redo'])}, next first):"] + [s(e) for e in d['redo']]
         return '\n'.join(lines)
     return await self._do(lambda: self.nm.get_history(notebook_name), fmt)
 
@@ -1532,11 +1548,11 @@ def register_agent_tools(srv, agents:AgentManager, opts=None):
 # %% ../../nbs/22a_fronts.mcp.ipynb #d4478883
 INSTRUCTIONS = """Notebooks (.ipynb) under one root folder, each with its own Python kernel.
 Start with use_notebook(notebook_name, mode='create' or 'connect'); pass notebook_name to later calls
-(the last used notebook is the default). Cells are named by index or by id (ids do not shift when cells
+(default: the one this client last used). Cells are named by index or by id (ids do not shift when cells
 move). Reads show each cell's hash: pass it as expected_hash to an edit, which is then refused if
 someone changed the cell since you read it. Every edit can be undone with undo. Running code sends
 progress notifications; timeout=0 means the server default. Solveit-style dialogs: use_dialog (or create_dialog), then find_msgs/read_msg/add_msg/
-update_msg/del_msgs/run_msg/execute_prompt with an optional dialog_name (default: the last used dialog). Workspace tools (file_windows, editor,
+update_msg/del_msgs/run_msg/execute_prompt with an optional dialog_name (default: the one this client last used). Workspace tools (file_windows, editor,
 todos, ...) act on a named workspace; a dialog's prompts see the workspace of the same name."""
 
 GROUPS = ('notebooks', 'dialogs', 'workspace', 'agents')
@@ -1572,9 +1588,11 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
         try: yield {}
         finally:
             if (news := getattr(srv, 'agent_news', None)) and news.stop: news.stop()
-            if close_engine: await anyio.to_thread.run_sync(eng.close)  # (prompts being answered end first, their replies kept: `end_prompts`)
+            if close_engine:  # (prompts being answered end first, their replies kept: `end_prompts`)
+                try: await anyio.to_thread.run_sync(eng.close)
+                except HeadlesnbError: srv.unsaved = True  # a file that cannot be saved: its one line comes at exit (`NbDoc`), the exit status 1
     srv = HeadlesnbMCPServer(name, instructions=INSTRUCTIONS, lifespan=lifespan, log_level='WARNING')
-    srv.engine, srv.options = eng, opts
+    srv.engine, srv.options, srv.unsaved = eng, opts, False
     srv.ending = eng.close if close_engine else eng.dialogs.end_prompts
 
     async def ping() -> CallToolResult:
@@ -1700,7 +1718,7 @@ def mcp_main(argv=None):
     root = srv.engine.root
     if a.transport == 'stdio':  # stdout is the protocol's: the one line goes to stderr
         print(f"headlesnb mcp: serving {root} over stdio", file=sys.stderr, flush=True)
-        return run_quietly(lambda: srv.run('stdio'))
+        return run_quietly(lambda: srv.run('stdio')) or int(srv.unsaved)
     import uvicorn
     sock = bind('headlesnb mcp', a.host, a.port)  # listening from here: the line below says so at once
     port = sock.getsockname()[1]  # (--port 0: the one the system chose)
@@ -1708,7 +1726,7 @@ def mcp_main(argv=None):
     _runs_end_first(server, srv.engine)
     print(f"headlesnb mcp: serving {root} at http://{bracket(a.host)}:{port}/mcp (streamable HTTP)"
           + ("; clients send Authorization: Bearer <token>" if token else ''), file=sys.stderr, flush=True)
-    return run_quietly(lambda: server.run(sockets=[sock]))
+    return run_quietly(lambda: server.run(sockets=[sock])) or int(srv.unsaved)
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #b165ff0e
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell

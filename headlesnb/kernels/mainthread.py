@@ -88,7 +88,10 @@ def serve_beside(run) -> list:
             MAIN.stop_current()  # nobody is left to wait for it
             MAIN.wake()
     def relay():  # what a signal asks for, done here rather than in the handler, which interrupts the cell that runs
+        sent = set()
         while (signum := todo.get()) is not None:
+            if signum in sent: continue  # Ctrl-C pressed again: the server is ending already (a second one would cut its end short); the grace's timer runs
+            sent.add(signum)
             if (stop := _server_stop(server, signum)) is not None: stop()
             else: _raise_in(ctypes.c_ulong(server.ident), ctypes.py_object(KeyboardInterrupt))  # still starting: stopped as Ctrl-C would
             if signum == signal.SIGTERM: MAIN.stop_current()

@@ -1,0 +1,84 @@
+"""Several MCP clients on one `headlesnb mcp --transport http` server (a real subprocess, the official client, one session each).
+
+Each session has its own default notebook and dialog (the one it last used; one that used none gets the notebook the
+server started with), so a call without `notebook_name` never lands in another client's notebook; and `undo`/`redo`
+never revert another client's step. The files on disk are what the tests read back.
+"""
+import json, re
+
+import anyio
+import pytest
+from test_mcp import err, http_server, http_session, ok, run  # noqa: F401 (http_server is a fixture)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def sources(path) -> list:
+    return [''.join(c['source']) for c in json.loads(path.read_text())['cells']]
+
+
+def test_each_client_has_its_own_default(http_server, tmp_path):
+    url = http_server()
+    async def main():
+        async with http_session(url) as a, http_session(url) as b:
+            await ok(a, 'use_notebook', notebook_name='a', mode='create')
+            await ok(b, 'use_notebook', notebook_name='b', mode='create')  # b used last: before, a's calls went to b's notebook
+            await ok(a, 'insert_cell', cell_index=-1, cell_type='code', cell_source='owner = "a"')
+            await ok(b, 'insert_cell', cell_index=-1, cell_type='code', cell_source='owner = "b"')
+            await ok(a, 'execute_cell', cell_index=0)
+            assert "'a'" in await ok(a, 'execute_code', code='owner')  # a's kernel
+            assert 'NameError' in await ok(b, 'execute_code', code='owner')  # b's kernel never ran a's cell
+            started = await ok(b, 'run_all', wait=0)  # a run carried out in a thread of its own: b's notebook too
+            run_id = re.search(r'get_run\(run_id="(run-\w+)"', started)
+            ended = await ok(b, 'get_run', run_id=run_id[1], wait=30) if run_id else started
+            assert "ENDED: ok" in ended and "all run of 'b'" in ended, ended
+            assert "'b'" in await ok(b, 'execute_code', code='owner')
+            listed = await ok(a, 'list_notebooks')
+            rows = {r.split('\t')[0]: r.split('\t')[4] for r in listed.splitlines()[1:]}
+            assert rows == {'a': '✓', 'b': ''}, listed  # each sees its own active notebook
+            async with http_session(url) as c:  # a client that chose none: no default (the server started without --notebook)
+                assert 'none is active' in await err(c, 'insert_cell', cell_index=-1, cell_type='code', cell_source='lost')
+            await ok(b, 'unuse_notebook', notebook_name='a')  # b closes a's notebook: a has no default, not b's
+            assert 'none is active' in await err(a, 'insert_cell', cell_index=-1, cell_type='code', cell_source='lost')
+            await ok(b, 'insert_cell', cell_index=-1, cell_type='markdown', cell_source='b again')
+        assert sources(tmp_path / 'a.ipynb') == ['owner = "a"']
+        assert sources(tmp_path / 'b.ipynb') == ['owner = "b"', 'b again']
+    run(main)
+
+
+def test_undo_reverts_only_your_own_steps(http_server, tmp_path):
+    url = http_server()
+    async def main():
+        async with http_session(url) as a, http_session(url) as b:
+            await ok(a, 'use_notebook', notebook_name='shared', mode='create')
+            await ok(b, 'use_notebook', notebook_name='shared', mode='connect')
+            await ok(a, 'insert_cell', cell_index=-1, cell_type='code', cell_source='from_a = 1')
+            await ok(b, 'insert_cell', cell_index=-1, cell_type='code', cell_source='from_b = 1')
+            steps = (await ok(a, 'history')).splitlines()[1:3]  # a's insert, then b's
+            assert 'another client' not in steps[0] and 'by another client: not yours to undo' in steps[1], steps
+            e = await err(a, 'undo')  # the newest step is b's: undoing it would revert b's work
+            assert "another client made that change" in e and 'nothing changed' in e, e
+            assert sources(tmp_path / 'shared.ipynb') == ['from_a = 1', 'from_b = 1']
+            await ok(b, 'undo')
+            assert "another client" in await err(a, 'redo')  # b's undone step is b's to redo
+            await ok(a, 'undo')
+            assert sources(tmp_path / 'shared.ipynb') == []
+            await ok(b, 'use_dialog', dialog_name='talk', mode='create')  # dialogs: the same rules
+            await ok(a, 'use_dialog', dialog_name='talk', mode='connect')
+            await ok(b, 'add_msg', content='note from b', msg_type='note')
+            assert 'another client' in await err(a, 'dialog_undo')
+            await ok(b, 'dialog_undo')
+    run(main)
+
+
+def test_clients_without_a_choice_get_the_servers_notebook(http_server, tmp_path):
+    (tmp_path / 'start.ipynb').write_text(json.dumps({'cells': [], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}))
+    url = http_server(extra=['--notebook', 'start.ipynb'])
+    async def main():
+        async with http_session(url) as a, http_session(url) as b:
+            await ok(a, 'use_notebook', notebook_name='mine', mode='create')
+            await ok(b, 'insert_cell', cell_index=-1, cell_type='code', cell_source='into start')  # b chose none: the server's
+            await ok(a, 'insert_cell', cell_index=-1, cell_type='code', cell_source='into mine')
+        assert sources(tmp_path / 'start.ipynb') == ['into start']
+        assert sources(tmp_path / 'mine.ipynb') == ['into mine']
+    run(main)
