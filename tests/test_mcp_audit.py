@@ -147,6 +147,31 @@ def test_half_an_emoji_in_a_stdio_call_is_answered(tmp_path):
         p.kill(); p.wait()
 
 
+def test_half_an_emoji_in_an_http_call_is_answered(tmp_path):
+    "The same over HTTP: the SDK answered a lone surrogate escape with a parse error (-32700); it is answered as over stdio"
+    p, port = http_server(tmp_path, '127.0.0.1')
+    url = f'http://127.0.0.1:{port}/mcp'
+    hdr = {'Accept': 'application/json, text/event-stream', 'Content-Type': 'application/json'}
+    def post(hc, body:bytes, sid=None) -> dict|None:
+        r = hc.post(url, content=body, headers={**hdr, **({'mcp-session-id': sid} if sid else {})})
+        assert r.status_code in (200, 202), (r.status_code, r.text)
+        data = [l[5:] for l in r.text.splitlines() if l.startswith('data:') and l[5:].strip()] if 'event-stream' in r.headers.get('content-type', '') else [r.text]
+        return (json.loads(data[-1]), r.headers.get('mcp-session-id')) if data and data[-1].strip() else (None, None)
+    with httpx.Client(timeout=60) as hc:
+        (init, sid) = post(hc, json.dumps(INIT).encode())
+        assert init['id'] == INIT['id'] and sid, init
+        post(hc, b'{"jsonrpc": "2.0", "method": "notifications/initialized"}', sid)
+        r, _ = post(hc, json.dumps({'jsonrpc': '2.0', 'id': 2, 'method': 'tools/call', 'params': {'name': 'use_notebook', 'arguments': {'notebook_name': 'n', 'mode': 'create'}}}).encode(), sid)
+        assert not r['result']['isError'], r
+        body = json.dumps({'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call',  # (json.dumps writes the lone surrogate as the escape `\ud83d`, as Node does)
+                           'params': {'name': 'insert_cell', 'arguments': {'cell_index': 0, 'cell_type': 'markdown', 'cell_source': 'half \ud83d emoji'}}}).encode()
+        assert b'\\ud83d' in body
+        r, _ = post(hc, body, sid)
+        assert r['id'] == 3 and not r['result']['isError'], r
+    stop(p)
+    assert ''.join(json.loads((tmp_path / 'n.ipynb').read_text())['cells'][0]['source']) == 'half \ufffd emoji'
+
+
 def test_requests_the_sdk_cannot_read_are_answered_over_stdio(tmp_path):
     """Valid JSON that is no request the SDK reads (`params: 5`, nesting past its parser's depth, a NUL after the object, no
     method) was dropped without a word: its client waited for ever. A request with an id gets a JSON-RPC error; the server goes on"""

@@ -1670,13 +1670,33 @@ class Health:
                     'headers': [(b'content-type', b'application/json'), (b'content-length', str(len(body)).encode())]})
         await send({'type': 'http.response.body', 'body': body})
 
+_SURROGATE_ESC = re.compile(rb'\\u[dD][89a-fA-F][0-9a-fA-F]{2}')
+
+class _MendedBodies:
+    """ASGI: a POST body holding a surrogate escape read as `_mended` reads a stdio line, so that a lone one (`\\ud83d`, half an emoji
+    as Node writes it), which the SDK's parser refuses (-32700), is answered over HTTP as over stdio. Other bodies go as they came"""
+    def __init__(self, app): self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http' or scope['method'] != 'POST': return await self.app(scope, receive, send)
+        msgs = [await receive()]  # the body, whole (`Guard` caps it; the SDK reads it whole too)
+        while msgs[-1]['type'] == 'http.request' and msgs[-1].get('more_body'): msgs.append(await receive())
+        body = b''.join(m.get('body', b'') for m in msgs if m['type'] == 'http.request')
+        if msgs[-1]['type'] == 'http.request' and _SURROGATE_ESC.search(body):
+            try: body = json.dumps(utf8_safe(json.loads(body))).encode()
+            except (ValueError, RecursionError): pass  # (not JSON Python reads either: the SDK answers it)
+            msgs = [{'type': 'http.request', 'body': body, 'more_body': False}]
+            scope = {**scope, 'headers': [(k, v) for k, v in scope['headers'] if k.lower() != b'content-length'] + [(b'content-length', str(len(body)).encode())]}
+        async def replay(): return msgs.pop(0) if msgs else await receive()
+        await self.app(scope, replay, send)
+
 def http_app(srv:MCPServer, host:str='127.0.0.1', token:str|None=None, port:int|None=None, allow_hosts=(), max_body:int=MAX_BODY):
     """The streamable HTTP ASGI app of `srv` (at /mcp) behind `Guard` (Host, Origin, fetch metadata, the token when given, JSON bodies,
     body size), and its health probe. The SDK's own Host/Origin check is off and its body limit ours: one rule decides, and every
     refusal answers JSON and leaves a line in the log"""
     app = srv.streamable_http_app(host=host, max_request_body_size=max_body,
                                   transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    return Health(Guard(app, host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body,
+    return Health(Guard(_MendedBodies(app), host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body,
                         methods=('GET', 'POST', 'DELETE'), name='headlesnb mcp', body_types=('application/json',)), srv.engine)
 
 def _runs_end_first(server, engine:Engine):
