@@ -8,9 +8,9 @@ __all__ = ['BUILTIN_AGENTS', 'CONFIG_LIMIT', 'LAUNCH_SH', 'RESULT_LINES', 'NOTIF
            'tmux_literal', 'tmux', 'tmux_sessions', 'own_tmux', 'moved_tmux', 'foreign_tmux', 'foreign_result',
            'tmux_pane_pids', 'AgentSpec', 'config_home', 'project_agents_file', 'agents_config_paths',
            'UntrustedConfigError', 'trust_path', 'config_bytes', 'trust_agents_file', 'load_agents', 'load_notify',
-           'load_routing', 'Runners', 'agent_env', 'fill_argv', 'session_file', 'output_tail', 'agent_event',
-           'agent_summary', 'osc_notification', 'announce', 'notify_main', 'AgentAborted', 'own_client', 'AgentLLM',
-           'dialog_activity', 'DialogRunner', 'saved_rounds', 'rounds_messages', 'git', 'scope_branch']
+           'routed_by', 'load_routing', 'Runners', 'agent_env', 'fill_argv', 'session_file', 'output_tail',
+           'agent_event', 'agent_summary', 'osc_notification', 'announce', 'notify_main', 'AgentAborted', 'own_client',
+           'AgentLLM', 'dialog_activity', 'DialogRunner', 'saved_rounds', 'rounds_messages', 'git', 'scope_branch']
 
 # %% ../../nbs/16_agents.runners.ipynb #34c6da4b
 import errno, fcntl, hashlib, json, os, re, shlex, shutil, signal, socket, stat, subprocess, sys, tempfile, threading, time, tomllib, weakref
@@ -365,6 +365,11 @@ def load_notify(root, extra=None) -> list|None:
         res = v
     return res
 
+def routed_by(root, task_type:str, extra=None) -> Path|None:
+    "The agents file whose `[routing.TASK_TYPE]` names the agent such a task gets (the last that does: later files win)"
+    return next((p for p, d in reversed(list(_configs(root, extra)))
+                 if isinstance(r := (d.get('routing') or {}).get(task_type), dict) and 'agent' in r), None)
+
 def load_routing(root, extra=None) -> dict:
     "task type -> `{'agent', 'model'}` from the `[routing.TYPE]` tables of the configuration files (later files win, key by key)"
     res = {}
@@ -396,7 +401,10 @@ def _agent_spec(self:Runners, agent:str):
     if agent == 'dialog': return None
     specs = load_agents(self.root, self.agents_config)
     if not isinstance(agent, str) or agent not in specs:
-        raise BadArgumentError(f"unknown agent {agent!r}: agents are dialog, {', '.join(sorted(specs))} (more in {agents_config_paths(self.root)[-1]})")
+        files = [str(p) for p, _ in _configs(self.root, self.agents_config)]
+        where = (f"defined in {', '.join(files)}" if files else
+                 f"add one as [agents.NAME] to {agents_config_paths(self.root)[0]} (all projects) or {project_agents_file(self.root)}")
+        raise BadArgumentError(f"unknown agent {agent!r}: agents are dialog, {', '.join(sorted(specs))} ({where})")
     if self.use_tmux and not tmux_available(): raise BadArgumentError("tmux was asked for but is not installed (apt-get install tmux)")
     spec = specs[agent]
     prog = spec.argv(self._tmux_on())[0]

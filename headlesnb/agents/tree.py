@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from ..errors import *
 from ..base import BaseManager, resolve_in_root
 from .store import *
-from .runners import Runners, DialogRunner, agent_summary
+from .runners import Runners, DialogRunner, UntrustedConfigError, agent_summary, routed_by
 
 # %% ../../nbs/16a_agents.tree.ipynb #763329c9
 class AgentManager(BaseManager, Runners):
@@ -212,9 +212,14 @@ def spawn(self:AgentManager, task:str, task_type:str='implement', agent:str|None
     if not isinstance(task, str): raise BadArgumentError(f"task must be a string, not {type(task).__name__}")
     if task_type not in TASK_TYPES: raise BadArgumentError(f"task type must be one of {', '.join(TASK_TYPES)}, not {task_type!r}")
     route = self.route(task_type)
-    if agent in (None, ''): agent = route['agent']
+    routed = agent in (None, '')
+    if routed: agent = route['agent']
     if model in (None, ''): model = route['model'] if agent == route['agent'] else ''
-    spec = self._agent_spec(agent)  # BadArgumentError for an unknown agent or a command not on PATH
+    try: spec = self._agent_spec(agent)  # BadArgumentError for an unknown agent or a command not on PATH
+    except UntrustedConfigError: raise
+    except BadArgumentError as e:  # the agent came from a routing: say which file's
+        if routed and (p := routed_by(self.root, task_type, self.agents_config)): raise BadArgumentError(f"[routing.{task_type}] in {p}: {e}") from None
+        raise
     if agent == 'dialog':
         if not task.strip(): raise BadArgumentError("a dialog agent needs a task")
         self._check_llm()  # one that cannot start fails now (no API key), not later as an agent that ended at once
