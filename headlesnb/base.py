@@ -18,10 +18,10 @@ from pathlib import Path
 from .errors import *
 from .paths import resolve_in_root, check_name
 from .document import NbDoc, new_id
-from .history import History, CLIENT
+from .history import History, CLIENT, as_client
 from .kernels.kernel import Kernel, RunResult, OUTPUT_LIMIT, run_timeout
 from .kernels.mainthread import MAIN
-from .utils import join_text, utc_now
+from .utils import join_text, shown_url, utc_now
 
 # %% ../nbs/09_base.ipynb #be15b3ac
 @dataclass(eq=False)
@@ -223,6 +223,7 @@ def _take_notices(self:BaseManager) -> str|None:
                          "you read of it before may be out of date" + (f"; its undo history ({lost} step{'s' * (lost != 1)}) was cleared, as "
                                                                        "those steps described the file before that change" if lost else ''))
         if (n := getattr(it.doc, 'take_notice', lambda: None)()): notes.append(n)
+        if it.kernel is not None and (n := it.kernel.take_notice()): notes.append(f"{self.kind} {it.name!r}: {n}")
     return ' '.join(notes) or None
 
 _NOTING = contextvars.ContextVar('headlesnb_noting', default=False)  # inside a `noting` call (of this thread or task)
@@ -266,8 +267,16 @@ def _prepare(self:BaseManager, it:Item): "Hook: get a newly opened item ready, b
 def _reloaded(self:BaseManager, it:Item): "Hook: the item's document was read again from its file (changed on disk, or `reload`)"
 
 @patch
+def end_waiting(self:BaseManager) -> int:
+    """Empty every item's run queue and end its runs that wait for their turn (`_drop_waiting`); how many runs ended. Done
+    for all items before any closes: closing one, whose cell is interrupted, would let another's waiting run start its code"""
+    for it in list(self._items.values()): it.state['queue'] = []
+    return sum(self._drop_waiting(n) for n in list(self._items))
+
+@patch
 def close_all(self:BaseManager):
     "Save and close every item (kernels freed); items that cannot be saved stay open and are reported"
+    self.end_waiting()
     failed = []
     for name in list(self._items):
         try: self._close(name)
@@ -317,8 +326,12 @@ def _reload(self:BaseManager, name) -> dict:
     return dict(reloaded=self.rel(it.path), cells=len(it.doc.cells))
 
 # %% ../nbs/09_base.ipynb #1bd92f96
-def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|None=None, remote:bool=False) -> str:
-    "The kernel a notebook runs on: `kernels.kernel` if given, 'inprocess' for Python (its kernelspec or python3 if `kernels.remote`), else its kernelspec if installed"
+def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|None=None, remote:bool=False,
+                        jupyter_url:str|None=None, jupyter_token:str|None=None, timeout:float|None=None) -> str:
+    """The kernel a notebook runs on: `kernels.kernel` if given, 'inprocess' for Python (its kernelspec or python3 if `kernels.remote`), else its
+    kernelspec if installed: here, or on the Jupyter server at `jupyter_url`, asked for `timeout` s at most (`installed`: those kernelspecs,
+    instead of asking)"""
+    remote = remote or jupyter_url is not None
     if kernel is not None:
         if not isinstance(kernel, str) or not kernel: raise BadArgumentError(f"kernel must be a kernel name, not {kernel!r}")
         return kernel
@@ -329,12 +342,13 @@ def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|N
     if python and not remote: return 'inprocess'
     if installed is None:
         from headlesnb.kernels.subkernel import list_kernelspecs
-        installed = list_kernelspecs()
+        installed = list_kernelspecs(jupyter_url, jupyter_token, timeout)
     if name and name in installed: return name
     if python: return 'python3'
     same = [n for n, s in installed.items() if lang and s.get('language', '').lower() == lang.lower()]
     what = f"the {name!r} kernel ({lang or 'language unknown'})" if name else f"a {lang} kernel, and names no kernelspec"
-    raise KernelError(f"this notebook needs {what}, which is not installed; installed: {', '.join(installed) or 'none'}"
+    where = f" on {shown_url(jupyter_url)}" if jupyter_url else ''
+    raise KernelError(f"this notebook needs {what}, which is not installed{where}; installed{' there' if where else ''}: {', '.join(installed) or 'none'}"
                       + (f" (for {lang}: {', '.join(same)}; choose one with kernel=...)" if same else ''))
 
 def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_id:str|None=None,
@@ -490,7 +504,7 @@ def _kernel(self:BaseManager, it:Item):
             factory = it.state.get('kernel_factory') or self.kernel_factory
             if factory: it.kernel = factory(it.path.parent)
             else:
-                name = kernel_for_notebook(it.doc.metadata, it.state.get('kernel') or self.kernel, remote=bool(self.jupyter_url))
+                name = kernel_for_notebook(it.doc.metadata, it.state.get('kernel') or self.kernel, jupyter_url=self.jupyter_url, jupyter_token=self.jupyter_token)
                 it.kernel = make_kernel(name, cwd=it.path.parent, jupyter_url=self.jupyter_url, jupyter_token=self.jupyter_token,
                                         kernel_id=it.state.get('kernel_id'), output_limit=self.output_limit, mpl_format=self.mpl_format,
                                         env=self._kernel_env(it), main_thread=True)  # in-process: a caller on the main thread runs the cell there, where a signal stops it
@@ -507,7 +521,7 @@ def _kernel_info(self:BaseManager, it:Item) -> dict:
     backend = type(k).__name__.removesuffix('Kernel').lower()  # inprocess, subprocess, remote
     where = getattr(k, 'kernel_id', None) if backend == 'remote' else os.getpid() if backend == 'inprocess' else getattr(k, 'pid', None)
     return dict(backend=backend, kernel=getattr(k, 'kernel_name', backend), pid=where,
-                status='closed' if k.closed else 'busy' if k.busy else 'idle', execution_count=k.execution_count)
+                status=k.state, execution_count=k.execution_count)
 
 @patch
 def _variables(self:BaseManager, name) -> list:
@@ -629,7 +643,10 @@ def _interrupted(kernel, started:str) -> RunResult:
 async def _gated(gate, kernel, coro):
     "Await `coro` (a run holding `gate`), shielded: a cancelled caller interrupts `kernels.kernel`; the gate is let go when the run ends"
     task = asyncio.ensure_future(coro)
-    task.add_done_callback(lambda t: gate.release())
+    def ended(t):
+        gate.release()
+        if not t.cancelled(): t.exception()  # (read: a caller gone, its item closed since, has no one to tell of its failure)
+    task.add_done_callback(ended)
     try: return await asyncio.shield(task)
     except asyncio.CancelledError:
         kernel.interrupt()
@@ -1056,6 +1073,7 @@ def _queue(self:BaseManager, name, ids:list) -> dict:
     with self.edit(name) as it:
         for i in ids: self._queueable(it, i)
         it.state['queue'].extend(ids)
+        it.state.setdefault('queued_by', {}).update(dict.fromkeys(ids, CLIENT.get()))  # each runs as the client that queued it (its edits theirs to undo)
         w = it.state['worker']
         if w is None or not w.is_alive():
             it.state['worker'] = w = threading.Thread(target=self._drain, args=(it,), name=f'headlesnb-runq-{it.name}', daemon=True)
@@ -1077,10 +1095,11 @@ def _drain(self:BaseManager, it:Item):
     while True:
         with it.doc.lock:
             if not it.state['queue'] or self._items.get(it.name) is not it:
-                it.state['worker'] = None
+                it.state['worker'], it.state['queued_by'] = None, {}  # (cells dropped from the queue meanwhile: their clients too)
                 return
             cid = it.state['running'] = it.state['queue'].pop(0)
-        try: self._run_queued(it.name, cid)
+        try:
+            with as_client(it.state.get('queued_by', {}).pop(cid, None)): self._run_queued(it.name, cid)
         except Exception as e:  # an LLM error, a cell deleted meanwhile: note it on the cell (not an undoable edit) and go on
             with it.doc.lock:
                 try: c = it.doc.cell(cid)

@@ -168,7 +168,7 @@ class DialogManager(BaseManager):
         meta = it.doc.metadata.get('solveit', {})
         return dict(name=it.name, path=self.rel(it.path), messages=len(it.doc.cells), active=self.active == it.name,
                     mode=meta.get('mode') or it.doc.metadata.get('solveit_dialog_mode', 'learning'),
-                    current=it.state.get('current'), kernel='not started' if it.kernel is None else 'busy' if it.kernel.busy else 'idle')
+                    current=it.state.get('current'), kernel='not started' if it.kernel is None else it.kernel.state)
 
     def use_dialog(self, dialog_name:str, dialog_path:str|None=None, mode:str='connect', kernel:str|None=None, kernel_id:str|None=None) -> dict:
         """Open (`connect`) or create (`create`) a dialog under `dialog_name` (folders allowed), and make it active; `kernels.kernel`

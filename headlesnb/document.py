@@ -204,7 +204,7 @@ _open_docs = weakref.WeakSet()
 def _flush_all():
     for d in list(_open_docs):
         try: d.save()
-        except Exception as e: print(f'headlesnb: could not save {d.path} at exit: {e}', file=sys.stderr)
+        except Exception as e: print(f'headlesnb: could not save {d.path} at exit, so its last changes are lost: {e}', file=sys.stderr)
 
 # %% ../nbs/03_document.ipynb #553117a7
 def _sig(st): return (st.st_mtime_ns, st.st_size, st.st_ino)

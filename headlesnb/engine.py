@@ -37,6 +37,7 @@ class Engine:
     def close(self):
         "Save and close every dialog, notebook and workspace; what cannot be saved stays open and is reported"
         errors = []
+        for m in (self.dialogs, self.notebooks): m.end_waiting()  # (they share the in-process kernels' turn: none starts while another closes)
         for m in (self.agents, self.dialogs, self.notebooks, self.workspaces):
             try: m.close_all()
             except HeadlesnbError as e: errors.append(str(e))

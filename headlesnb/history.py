@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['CLIENT', 'Command', 'unchanged', 'InsertCells', 'DeleteCells', 'SetFields', 'Reorder', 'Compound', 'Client',
-           'as_client', 'History']
+           'as_client', 'may_step', 'History']
 
 # %% ../nbs/04_history.ipynb #34501a81
 import contextvars, time
@@ -82,7 +82,7 @@ CLIENT = contextvars.ContextVar('headlesnb_client', default=None)  # who is call
 
 class Client:
     "One client of a front end that serves several (an MCP session): the steps it made and the items it uses are its own"
-    def __init__(self, label:str='client'): self.label = label
+    def __init__(self, label:str='client'): self.label, self.gone = label, False  # gone: its session ended (the front end says so)
     def __repr__(self): return f'Client({self.label!r})'
 
 @contextmanager
@@ -91,6 +91,11 @@ def as_client(client:Client|None):
     token = CLIENT.set(client)
     try: yield client
     finally: CLIENT.reset(token)
+
+def may_step(cmd, client:Client|None) -> bool:
+    "May `client` undo or redo step `cmd`: its own, one whose client has gone (no one's work is at stake), or one read back from a file"
+    maker = getattr(cmd, 'client', client)
+    return maker is client or getattr(maker, 'gone', False)
 
 # %% ../nbs/04_history.ipynb #5ea246bd
 class History:
@@ -110,7 +115,7 @@ class History:
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1: raise BadArgumentError(f"steps must be a positive int, not {steps!r}")
         if steps > len(stack): raise BadArgumentError(f"cannot {what} {steps} step(s): only {len(stack)} available")
         me = CLIENT.get()
-        if (theirs := next((c for c in list(stack)[-steps:] if getattr(c, 'client', None) is not me), None)) is not None:  # (a step restored from a file: the host's)
+        if (theirs := next((c for c in list(stack)[-steps:] if not may_step(c, me)), None)) is not None:
             raise ConflictError(f"cannot {what} {theirs.label!r}: another client made that change, and {what} goes through this document's "
                                 f"steps in order, so it would {what} their work: nothing changed (make the change you want as a new edit)")
 
@@ -133,9 +138,9 @@ class History:
         return res
 
     def entries(self) -> dict:
-        "What can be undone (oldest first) and redone (next first); `mine`: the calling client made it (see `CLIENT`), so it may undo it"
+        "What can be undone (oldest first) and redone (next first); `mine`: the calling client may undo or redo it (`may_step`)"
         me = CLIENT.get()
-        e = lambda c: dict(label=c.label, time=c.time, mine=getattr(c, 'client', None) is me)
+        e = lambda c: dict(label=c.label, time=c.time, mine=may_step(c, me))
         return dict(undo=[e(c) for c in self._undo], redo=[e(c) for c in reversed(self._redo)])
 
     def clear(self): self._undo.clear(); self._redo.clear()

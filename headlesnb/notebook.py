@@ -77,7 +77,7 @@ class NotebookManager(BaseManager):
         k = it.kernel
         with self._lock: going = [r.id for r in self._runs.values() if r.name == it.name and not r.over]
         d = dict(name=it.name, path=self.rel(it.path), cells=len(it.doc.cells), active=self.active == it.name,
-                 dirty=it.doc.dirty, kernel='not started' if k is None else 'busy' if k.busy else 'idle', runs=going)
+                 dirty=it.doc.dirty, kernel='not started' if k is None else k.state, runs=going)
         if getattr(it.doc, 'shared', False): d['shared'] = True  # edited through the Jupyter server's shared document
         if getattr(it.doc, 'note', None): d['note'] = it.doc.note
         if getattr(it.doc, 'save_error', None):  # (a file changed on disk while we held unsaved edits: see `reload` and `save(force=True)`)

@@ -68,12 +68,16 @@ def _bits_allow(st) -> bool:
     if st.st_gid == os.getegid() or st.st_gid in os.getgroups(): return bool(st.st_mode & stat.S_IWGRP)
     return bool(st.st_mode & stat.S_IWOTH)
 
+def _file_writable(path:Path) -> bool:
+    "The file itself lets us write it (true if it does not exist)"
+    try: st = os.stat(path)
+    except FileNotFoundError: return True
+    return _bits_allow(st) and os.access(path, os.W_OK)
+
 def may_write(path) -> bool:
     "Whether we may replace file `path` (or create it, if it does not exist), by mode bits and owner as well as `os.access`"
     path = Path(path)
-    try: st = os.stat(path)
-    except FileNotFoundError: st = None
-    if st is not None and not (_bits_allow(st) and os.access(path, os.W_OK)): return False
+    if not _file_writable(path): return False
     try: dst = os.stat(path.parent)
     except FileNotFoundError: return may_write(path.parent) if path.parent != path else False
     return _bits_allow(dst) and os.access(path.parent, os.W_OK | os.X_OK)
@@ -82,6 +86,8 @@ def check_writable(path, what:str='file'):
     "Refuse (`ConflictError`, naming the file and what to do) to change a file we may not write"
     if may_write(path): return
     path = Path(path)
-    if path.exists(): raise ConflictError(f"{what} {path} is read-only (mode {stat.filemode(os.stat(path).st_mode)}): it is never replaced; "
-                                          "make it and its folder writable (chmod u+w), or work on a copy")
-    raise ConflictError(f"cannot create {what} {path}: its folder is not writable")
+    if not _file_writable(path): raise ConflictError(f"{what} {path} is read-only (mode {stat.filemode(os.stat(path).st_mode)}): it is never replaced; "
+                                                     "make it and its folder writable (chmod u+w), or work on a copy")
+    mode = f" (mode {stat.filemode(os.stat(path.parent).st_mode)})" if path.parent.exists() else ''
+    raise ConflictError(f"cannot {'replace' if path.exists() else 'create'} {what} {path}: its folder {path.parent} is not writable{mode}; "
+                        "make the folder writable (chmod u+w), or work on a copy")

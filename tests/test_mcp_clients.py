@@ -4,11 +4,12 @@ Each session has its own default notebook and dialog (the one it last used; one 
 server started with), so a call without `notebook_name` never lands in another client's notebook; and `undo`/`redo`
 never revert another client's step. The files on disk are what the tests read back.
 """
-import json, re
+import json, re, signal, subprocess, sys, time
 
 import anyio
 import pytest
-from test_mcp import err, http_server, http_session, ok, run  # noqa: F401 (http_server is a fixture)
+from conftest import free_port
+from test_mcp import err, http_server, http_session, ok, run, server_args, text, until_answering  # noqa: F401 (http_server is a fixture)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -68,6 +69,13 @@ def test_undo_reverts_only_your_own_steps(http_server, tmp_path):
             await ok(b, 'add_msg', content='note from b', msg_type='note')
             assert 'another client' in await err(a, 'dialog_undo')
             await ok(b, 'dialog_undo')
+        async with http_session(url) as c:
+            await ok(c, 'insert_cell', notebook_name='shared', cell_index=-1, cell_type='code', cell_source='from_c = 1')
+        async with http_session(url) as again:  # c's session ended (c reconnecting is a new session): its step is anyone's to undo
+            with anyio.fail_after(30):  # (known once the server let the ended session go)
+                while 'not yours' in (await ok(again, 'history', notebook_name='shared')).splitlines()[1]: await anyio.sleep(0.2)
+            await ok(again, 'undo', notebook_name='shared')
+        assert sources(tmp_path / 'shared.ipynb') == []
     run(main)
 
 
@@ -82,3 +90,42 @@ def test_clients_without_a_choice_get_the_servers_notebook(http_server, tmp_path
         assert sources(tmp_path / 'start.ipynb') == ['into start']
         assert sources(tmp_path / 'mine.ipynb') == ['into mine']
     run(main)
+
+
+def test_ctrl_c_starts_no_cell_that_waits_its_turn_and_answers_every_call(tmp_path):
+    """Three clients each run a cell of their own notebook; in-process cells take turns, so two wait. Ctrl-C: the running cell is
+    interrupted, the waiting ones never start (one did start after the Ctrl-C, as the server ended), every call is answered, 130"""
+    port = free_port()
+    p = subprocess.Popen([sys.executable, *server_args(tmp_path, '--transport', 'http', '--port', str(port))],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url, got, asked = f'http://127.0.0.1:{port}/mcp', {}, set()
+    cell = 'import time\nopen("started-{i}", "w").write(repr(time.time()))\nfor k in range(40): print(k, flush=True); time.sleep(0.25)'
+    async def client(i):
+        try:
+            async with http_session(url) as s:
+                await ok(s, 'use_notebook', notebook_name=f'n{i}', mode='create')
+                await ok(s, 'insert_cell', cell_index=-1, cell_type='code', cell_source=cell.format(i=i))
+                asked.add(i)
+                got[i] = text(await s.call_tool('execute_cell', dict(cell_index=0, timeout=60)))
+        except BaseException as e: got.setdefault(i, repr(e))
+    async def main():
+        await until_answering(url)
+        async with anyio.create_task_group() as tg:
+            for i in range(3): tg.start_soon(client, i)
+            with anyio.fail_after(60):
+                while not list(tmp_path.glob('started-*')) or len(asked) < 3: await anyio.sleep(0.05)
+            await anyio.sleep(1)  # all three calls made and received: two wait for their turn
+            p.send_signal(signal.SIGINT)
+            got['sigint'] = time.time()
+    try:
+        try: run(main)
+        except BaseException: pass  # (the sessions end with the server)
+        p.wait(30)
+        errs = p.stderr.read()
+        assert p.returncode == 130 and 'ERROR' not in errs and 'Traceback' not in errs, (p.returncode, errs)
+        started = [float(f.read_text()) for f in tmp_path.glob('started-*')]
+        assert len(started) == 1 and started[0] < got['sigint'], (started, got)
+        assert all(got[i].startswith('[INTERRUPTED') for i in range(3)), got
+    finally:
+        if p.poll() is None: p.kill(); p.wait()
+        p.stderr.close()

@@ -1,5 +1,5 @@
 "RemoteKernel against a real `jupyter server` and a real Jupyter Enterprise Gateway 3.3 on 127.0.0.1"
-import json, os, re, secrets, subprocess, sys, textwrap, time
+import json, logging, os, re, secrets, subprocess, sys, textwrap, time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +58,8 @@ def enterprise_gateway(tmp_path_factory):
     # the gateway runs the same interpreter and ipykernel as local kernels, so outputs compare with nbclient's
     (spec / 'kernel.json').write_text(json.dumps({'argv': [sys.executable, '-m', 'ipykernel_launcher', '-f', '{connection_file}'],
                                                   'display_name': 'Python 3', 'language': 'python'}))
+    other = tmp / 'jupyter' / 'kernels' / 'julia-here'; other.mkdir()  # a kernelspec only the gateway has (never started)
+    (other / 'kernel.json').write_text(json.dumps({'argv': ['julia', '{connection_file}'], 'display_name': 'Julia', 'language': 'julia'}))
     token = secrets.token_hex(16)
     env = {'EG_AUTH_TOKEN': token, 'EG_UNAUTHORIZED_USERS': 'nobody-in-particular',  # by default it refuses kernels for root
            'EG_LIST_KERNELS': 'True', 'JUPYTER_PATH': str(tmp / 'jupyter')}
@@ -297,3 +299,22 @@ def test_kernel_choice_on_a_server(server):
     with make_kernel(None, jupyter_url=server.url, jupyter_token=server.token) as k:
         assert type(k) is RemoteKernel and k.kernel_name == 'python3' and run_text(k.run('6 * 7')) == '42'
     assert type(make_kernel('inprocess', jupyter_url=server.url)).__name__ == 'InProcessKernel'
+
+
+def test_the_token_is_in_no_debug_log_line(server, caplog):
+    "An application's DEBUG logging shows the kernel websocket's address (jupyter-kernel-client logs it): never with the token (it goes in a header)"
+    with caplog.at_level(logging.DEBUG):
+        k = RemoteKernel(server.url, server.token)
+        try: assert k.run('6 * 7').outputs[0]['data']['text/plain'] == ['42']
+        finally: k.close()
+    assert 'kernel socket: ws://' in caplog.text  # (the line that held it)
+    assert server.token not in caplog.text
+
+
+def test_a_notebooks_kernel_is_looked_for_on_the_server(enterprise_gateway):
+    "With a server, a notebook's kernelspec is checked against the server's kernels, not the ones installed here"
+    from headlesnb.base import kernel_for_notebook
+    g = enterprise_gateway
+    assert kernel_for_notebook({'kernelspec': {'name': 'julia-here', 'language': 'julia'}}, jupyter_url=g.url, jupyter_token=g.token) == 'julia-here'
+    with pytest.raises(KernelError, match=rf"needs the 'ir' kernel \(R\), which is not installed on {re.escape(g.url)}; installed there: julia-here, python3$"):
+        kernel_for_notebook({'kernelspec': {'name': 'ir', 'language': 'R'}}, jupyter_url=g.url, jupyter_token=g.token)

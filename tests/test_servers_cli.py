@@ -69,12 +69,16 @@ def test_a_port_outside_the_range_is_refused(tmp_path, kind):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and 'argument --port: 65537: a port is a number from 1 to 65535' in err, err
 
+@pytest.mark.parametrize('presses', [1, 3])
 @pytest.mark.parametrize('kind', SERVERS)
-def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind):
+def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind, presses):
+    "Pressed again while the server ends, the same (a press during its exit killed it: status -2)"
     port = free_port()
     p = hb(*SERVERS[kind](tmp_path, port))
     wait_listening(p, port)
-    p.send_signal(signal.SIGINT)
+    for i in range(presses):
+        if i: time.sleep(0.15)
+        p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130 and 'Traceback' not in err, err
     assert err.strip().splitlines()[0].startswith(f'headlesnb {kind.split("-")[0]}: serving'), err  # where it served, said once
@@ -136,7 +140,7 @@ def test_stdin_closed_while_a_notebook_cannot_be_saved_says_so_in_one_line(tmp_p
     p.wait(60)
     err = p.stderr.read(); p.stdout.close(); p.stderr.close()
     assert p.returncode == 1 and 'Traceback' not in err, (p.returncode, err)
-    assert err.strip().splitlines()[-1].startswith(f'headlesnb: could not save {tmp_path / "nb.ipynb"} at exit: '), err
+    assert err.strip().splitlines()[-1].startswith(f'headlesnb: could not save {tmp_path / "nb.ipynb"} at exit, so its last changes are lost: '), err
     assert elsewhere.read_text() == '{}'
 
 # ---------------------------------------------------------------- a runaway cell holds up no other dialog

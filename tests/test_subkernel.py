@@ -344,3 +344,22 @@ def test_variables_wait_for_a_running_cell(k):
 
 def test_namespace_is_refused(k):
     with pytest.raises(KernelError, match='variables'): k.namespace
+
+
+def test_a_kernel_that_died_between_runs_is_said_so(tmp_path):
+    "Killed while idle: list_kernels says dead, and the next run's answer says a new kernel ran it (not just a NameError)"
+    from headlesnb.notebook import NotebookManager
+    with NotebookManager(tmp_path) as nm:
+        nm.use_notebook('n', mode='create', kernel='python3')
+        pid = int(run_text_of(nm.execute_code('x = 1\nimport os; os.getpid()')))
+        os.kill(pid, signal.SIGKILL)
+        end = time.monotonic() + 30
+        while nm.list_kernels()[0]['status'] != 'dead':
+            assert time.monotonic() < end, nm.list_kernels()
+            time.sleep(0.1)
+        r = nm.execute_code('x')
+        assert 'NameError' in json.dumps(r['outputs']) and "notebook 'n': its kernel had died since its last run" in r['notice'], r
+        assert nm.list_kernels()[0]['status'] == 'idle' and 'notice' not in nm.execute_code('x = 2')  # said once
+
+
+def run_text_of(r) -> str: return ''.join(r['outputs'][0]['data']['text/plain'])

@@ -28,16 +28,17 @@ from mcp.server.mcpserver.exceptions import ToolError, ResourceError
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.server.mcpserver.prompts.base import UserMessage
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError, jsonrpc_message_adapter
 from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import RUN_KEEP, make_kernel, run_info
 from ..dialog import reply_output
-from ..history import Client, as_client
+from .. import history
+from ..history import CLIENT, as_client
 from ..engine import Engine
 from .options import add_kernel_args, as_argparse, bind, port_number, positive_seconds, root_folder, run_quietly, workspace_name
 from .security import Guard, MAX_BODY, bracket, is_loopback
@@ -193,6 +194,7 @@ class HeadlesnbMCPServer(MCPServer):
         self.kinds = {}   # tool -> the `kind` of its structuredContent (jupyter-mcp-server 2.2's name for what an answer is)
         self.groups = {}  # tool group -> the names of its tools
         self._clients, self._lock = weakref.WeakKeyDictionary(), threading.Lock()  # an HTTP session's connection -> its `Client`
+        self._stateless = history.Client('HTTP requests without a session')
         self.calls = 0    # tool calls under way
         self.ending = lambda: None  # what ends the runs at Ctrl-C (`build_server`: its engine's prompts, and runs if it closes the engine)
 
@@ -223,14 +225,20 @@ class HeadlesnbMCPServer(MCPServer):
         content = [b.model_copy(update=dict(text=mcp_ways(b.text, *item(b.text)))) if isinstance(b, TextContent) else b for b in res.content]
         return res.model_copy(update=dict(content=content))
 
-    def _client(self, context) -> Client|None:
-        """The `Client` of the HTTP session (`Mcp-Session-Id`) making a request: its default notebook and dialog, and the steps it
-        may undo, are its own. None (the host's) for stdio, whose process serves one client, and for requests that carry no session
-        (the 2026-07-28 protocol's, and calls made in Python), which name their notebook to be sure of it"""
-        try: conn = context.request_context.session._connection  # (the SDK makes a ServerSession per request, a Connection per client)
-        except (AttributeError, ValueError): return None
-        if getattr(conn, 'session_id', None) is None: return None
-        with self._lock: return self._clients.setdefault(conn, Client(f'MCP session {conn.session_id[:8]}'))
+    def _client(self, context) -> history.Client|None:
+        """The `Client` making a request: an HTTP session's (`Mcp-Session-Id`) own, its default notebook and dialog and the steps it
+        may undo its own; over HTTP without a session (the 2026-07-28 protocol's stateless requests) one `Client` for all such
+        requests, which cannot be told apart (they name their notebook to be sure of it); None, the host, for stdio (its process
+        serves one client); a call made in Python acts as its caller does (`CLIENT`)"""
+        try: ctx = context.request_context
+        except (AttributeError, ValueError): return CLIENT.get()
+        conn = getattr(ctx.session, '_connection', None)  # (the SDK makes a ServerSession per request, a Connection per client)
+        if getattr(conn, 'session_id', None) is None: return None if ctx.request is None else self._stateless
+        with self._lock:
+            if (c := self._clients.get(conn)) is None:
+                c = self._clients[conn] = history.Client(f'MCP session {conn.session_id[:8]}')
+                weakref.finalize(conn, setattr, c, 'gone', True)  # the session ended: its steps are anyone's to undo
+            return c
 
     async def call_tool(self, name, arguments, context=None):
         self.calls += 1
@@ -277,6 +285,7 @@ _Stream = Annotated[bool, Field(description="Add a status block after the output
 _Wait = Annotated[float|None, Field(description="Answer within N s; longer runs go on (get_run)", ge=0, strict=True)]
 _RunId = Annotated[str, Field(description="From a run's answer or list_runs")]
 _OutIndex = Annotated[int, Field(description="Output (0-based)", ge=0, strict=True)]
+_Steps = Annotated[int, Field(description="How many", ge=1, strict=True)]  # (strict: JSON true or "2" is no number of steps)
 _Offset = Annotated[int, Field(description="First character", ge=0, strict=True)]
 _Limit = Annotated[int, Field(description="Most characters (0: one answer's worth)", ge=0, strict=True)]
 _Hash = Annotated[str|None, Field(description="From a read: refused if changed since")]
@@ -314,9 +323,19 @@ class ToolGroup:
 
 class NotebookTools(ToolGroup):
     "The notebook tools of the MCP server, over one `NotebookManager`"
-    last_used = None  # the name the client last gave use_notebook ("Reactivating ..." names what it deactivates by it)
     @property
     def nm(self) -> NotebookManager: return self.mgr
+
+    @property
+    def last_used(self) -> str|None:
+        "The name the calling client last gave use_notebook (\"Reactivating ...\" names what it deactivates by it)"
+        c = CLIENT.get()
+        return getattr(self, '_host_last', None) if c is None else getattr(self, '_last', {}).get(c)
+
+    @last_used.setter
+    def last_used(self, name:str):
+        if (c := CLIENT.get()) is None: self._host_last = name
+        else: self.__dict__.setdefault('_last', weakref.WeakKeyDictionary())[c] = name
 
     def _ref(self, ref, notebook_name):
         if isinstance(ref, str) and _INT_RE.match(ref):
@@ -571,7 +590,7 @@ def register_resources(srv:MCPServer, nm:NotebookManager):
     async def output_resource(name:str, cell_id:str, index:str) -> str|bytes: return await read(output, name, cell_id, index)
     @srv.resource('capabilities://', name='capabilities', description="What this server offers", mime_type='application/json')
     def capabilities() -> str:
-        feats = [('cells.by-id', 'Cells named by id as well as index'), ('edits.undo', 'Every edit can be undone'),
+        feats = [('cells.by-id', 'Cells named by id as well as index'), ('edits.undo', 'Every edit can be undone, by the client that made it'),
                  ('edits.expected-hash', 'Edits refused if the cell changed since it was read'), ('kernel.auto-restart', 'Replace a dead kernel silently')]
         declared = [dict(name=n, description=d, enabled=n != 'kernel.auto-restart', source='headlesnb') for n, d in feats]
         declared += [dict(name=f'tools.{g}', description=f"The {g} tools", enabled=True, source='--tools') for g in getattr(srv, 'groups', {})]
@@ -683,14 +702,14 @@ async def clear_cell_output(self:NotebookTools,
     return await self._do(call, fmt)
 
 @patch
-async def undo(self:NotebookTools, steps:Annotated[int, Field(description="How many", ge=1)]=1,
+async def undo(self:NotebookTools, steps:_Steps=1,
                notebook_name:_NbName=None) -> CallToolResult:
     "Undo the last edit(s) of a notebook."
     def fmt(d): return f"undid {', '.join(d['undone'])}; can undo {d['can_undo']} more, redo {d['can_redo']}"
     return await self._do(lambda: self.nm.undo(steps, notebook_name), fmt)
 
 @patch
-async def redo(self:NotebookTools, steps:Annotated[int, Field(description="How many", ge=1)]=1,
+async def redo(self:NotebookTools, steps:_Steps=1,
                notebook_name:_NbName=None) -> CallToolResult:
     "Redo edit(s) undone by undo."
     def fmt(d): return f"redid {', '.join(d['redone'])}; can undo {d['can_undo']}, redo {d['can_redo']} more"
@@ -870,11 +889,11 @@ def _cell_what(self:NotebookTools, r:dict, verb:str='') -> str:
 async def execute_cell(self:NotebookTools, cell_index:_CellRef=None, timeout:_Timeout=0, stream:_Stream=True,
         progress_interval:_Interval=5, notebook_name:_NbName=None, cell_id:_CellId=None, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Run a code cell; its outputs are stored in it and returned, one block each (images as images)."
-    t, t0 = self._timeout(timeout, wait), time.monotonic()
+    t, t0, nb = self._timeout(timeout, wait), time.monotonic(), self._name(notebook_name)  # (the notebook it runs in: the client's default may change meanwhile)
     async def start(st):
         r = await self.nm.aexecute_cell(self._cell(cell_index, cell_id, notebook_name), t, notebook_name, wait=wait)
         self._tell_when_done(ctx, r); return r
-    def fmt(r): return self._fmt_or_going(r, self._cell_what(r), lambda r: self._fmt_outputs(r, self._cell_what(r), t, t0, self._name(notebook_name), stream))
+    def fmt(r): return self._fmt_or_going(r, self._cell_what(r), lambda r: self._fmt_outputs(r, self._cell_what(r), t, t0, nb, stream))
     return await self._run(ctx, start, fmt, f'cell {cell_index}', t, progress_interval)
 
 @patch
@@ -883,11 +902,11 @@ async def insert_execute_code_cell(self:NotebookTools, cell_index:_Pos,
         timeout:_Timeout=0, stream:_Stream=True, progress_interval:_Interval=5,
         notebook_name:_NbName=None, wait:_Wait=None, ctx:Context=None) -> CallToolResult:
     "Insert a code cell at an index (-1 appends) and run it; returns its outputs."
-    t, t0 = self._timeout(timeout, wait), time.monotonic()
+    t, t0, nb = self._timeout(timeout, wait), time.monotonic(), self._name(notebook_name)
     async def start(st):
         r = await self.nm.ainsert_execute_code_cell(self._ref(cell_index, notebook_name), cell_source, t, notebook_name, wait=wait)
         self._tell_when_done(ctx, r); return r
-    def fmt(r): return self._fmt_or_going(r, self._cell_what(r, 'inserted '), lambda r: self._fmt_outputs(r, self._cell_what(r, 'inserted and ran '), t, t0, self._name(notebook_name), stream))
+    def fmt(r): return self._fmt_or_going(r, self._cell_what(r, 'inserted '), lambda r: self._fmt_outputs(r, self._cell_what(r, 'inserted and ran '), t, t0, nb, stream))
     return await self._run(ctx, start, fmt, 'new cell', t, progress_interval)
 
 @patch
@@ -1186,12 +1205,12 @@ def _fmt_reply(self:DialogTools, r:dict) -> list:
     return [f"reply to {r['id']}{calls}{cut}:\n{reply}{bad}"]
 
 @patch
-async def dialog_undo(self:DialogTools, steps:Annotated[int, Field(description="How many", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:
+async def dialog_undo(self:DialogTools, steps:_Steps=1, dialog_name:_DlgName=None) -> CallToolResult:
     "Undo the last edits of a dialog."
     return await self._do(lambda: self.dm.undo(steps, dialog_name), lambda d: f"undid {', '.join(d['undone'])}; can undo {d['can_undo']} more, redo {d['can_redo']}")
 
 @patch
-async def dialog_redo(self:DialogTools, steps:Annotated[int, Field(description="How many", ge=1)]=1, dialog_name:_DlgName=None) -> CallToolResult:
+async def dialog_redo(self:DialogTools, steps:_Steps=1, dialog_name:_DlgName=None) -> CallToolResult:
     "Redo dialog edits that were undone."
     return await self._do(lambda: self.dm.redo(steps, dialog_name), lambda d: f"redid {', '.join(d['redone'])}; can undo {d['can_undo']}, redo {d['can_redo']} more")
 
@@ -1448,7 +1467,8 @@ def register_prompts(srv:MCPServer, nm:NotebookManager):
                            cell_indices:Annotated[str, Field(description="Cells to cite (0-based): '0,1,2', ranges '0-2', '3-' (to the end), '0-2,4', or cell ids")],
                            notebook_name:Annotated[str, Field(description="Notebook to cite cells from (default, empty: the active notebook)")]='') -> list:
         "Like @ or # in a coding IDE or CLI: cite cells of a notebook and put them into the prompt."
-        return [UserMessage(await anyio.to_thread.run_sync(cite_text, nm, prompt, cell_indices, notebook_name))]
+        try: return [UserMessage(await anyio.to_thread.run_sync(cite_text, nm, prompt, cell_indices, notebook_name))]
+        except HeadlesnbError as e: raise MCPError(INVALID_PARAMS, f"jupyter_cite: {e}") from None  # (the SDK says only "Error rendering prompt" of others)
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #a3e54845
 AGENT_TOOLS = dict(
@@ -1550,7 +1570,7 @@ INSTRUCTIONS = """Notebooks (.ipynb) under one root folder, each with its own Py
 Start with use_notebook(notebook_name, mode='create' or 'connect'); pass notebook_name to later calls
 (default: the one this client last used). Cells are named by index or by id (ids do not shift when cells
 move). Reads show each cell's hash: pass it as expected_hash to an edit, which is then refused if
-someone changed the cell since you read it. Every edit can be undone with undo. Running code sends
+someone changed the cell since you read it. Every edit can be undone with undo (by the client that made it). Running code sends
 progress notifications; timeout=0 means the server default. Solveit-style dialogs: use_dialog (or create_dialog), then find_msgs/read_msg/add_msg/
 update_msg/del_msgs/run_msg/execute_prompt with an optional dialog_name (default: the one this client last used). Workspace tools (file_windows, editor,
 todos, ...) act on a named workspace; a dialog's prompts see the workspace of the same name."""

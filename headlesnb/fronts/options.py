@@ -85,7 +85,8 @@ def run_quietly(run) -> int:
         return 0
     from headlesnb.kernels.mainthread import serve_beside
     try: got = serve_beside(run)
-    except KeyboardInterrupt: return 130
+    except KeyboardInterrupt: got = [signal.SIGINT]
+    if signal.SIGINT in got: signal.signal(signal.SIGINT, signal.SIG_IGN)  # ending because of it: a further Ctrl-C would kill the exit (status -2, not 130)
     if signal.SIGTERM in got:  # stopped cleanly; the process ends as SIGTERM ends it, as before
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.raise_signal(signal.SIGTERM)

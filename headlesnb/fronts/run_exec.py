@@ -412,7 +412,7 @@ def make_run_kernel(nb, kernel_name:str|None=None, language:str|None=None, cwd=N
     lang, ks, kernel_name = notebook_language(nb, language), nb.metadata.get('kernelspec') or {}, run_kernel_name(kernel_name, jupyter_url)
     if kernel_name == 'inprocess' and not _is_python(lang): raise KernelError(f"-k kernels.inprocess runs Python, and this notebook's language is {lang!r}")
     meta = {**nb.metadata, 'kernelspec': {**ks, 'language': lang}} if language else nb.metadata
-    choice = kernel_for_notebook(meta, kernel_name, remote=bool(jupyter_url))
+    choice = kernel_for_notebook(meta, kernel_name, jupyter_url=jupyter_url, jupyter_token=jupyter_token, timeout=start_seconds(start_timeout))
     return make_kernel(choice, cwd=cwd, jupyter_url=jupyter_url, jupyter_token=jupyter_token, output_limit=None, mpl_format=mpl_format,
                        startup_timeout=start_seconds(start_timeout), main_thread=True), choice
 

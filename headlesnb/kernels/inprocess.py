@@ -531,7 +531,7 @@ def _run(self, code:str, timeout, nested:str|None=None, parent=None) -> RunResul
         try:
             if (gone := self._exited()) is not None: return gone
             shell, n, started = self._begin()
-            if self._stop_first: return self._unrun(shell, started)
+            if self._stop_first or MAIN.stopping: return self._unrun(shell, started)  # (stopping: the server ends, see `serve_beside`)
             where = _where(self, nested)
             self._current = r = _Run(self, shell, code) if where == 'loop' else _HereRun(self, shell, code)
             if self._stop_first: r.stop('interrupted')  # (an interrupt that came between the check above and here)
@@ -576,7 +576,7 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
         with _host_state():
             if (gone := self._exited()) is not None: return gone
             shell, n, started = self._begin()
-            if self._stop_first: return self._unrun(shell, started)
+            if self._stop_first or MAIN.stopping: return self._unrun(shell, started)  # (stopping: the server ends, see `serve_beside`)
             self._current = r = _HereRun(self, shell, code) if _where(self, nested) == 'main' else _Run(self, shell, code)
             if self._stop_first: r.stop('interrupted')  # (an interrupt that came between the check above and here)
             try: done = await r.start().wait_async(timeout, self.stop_grace)

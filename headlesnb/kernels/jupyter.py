@@ -195,6 +195,8 @@ class JupyterKernel(Kernel):
     @property
     def busy(self) -> bool: return self._pending > 0
     @property
+    def died(self) -> bool: return (c := self._client) is not None and self._death(c).done()
+    @property
     def closed(self) -> bool: return self._closed
     @property
     def execution_count(self) -> int: return self._count
@@ -264,6 +266,7 @@ async def _client_ready(self) -> _Client:
     if c is not None and self._death(c).done():  # died between runs
         self._client = None
         await self._adiscard(c, kill=True)
+        self.notice = 'its kernel had died since its last run, so a new kernel ran this: variables and imports from before are lost'
     if self._client is None:
         self._client, self._count = await self._alaunch(), 0
     return self._client

@@ -67,6 +67,18 @@ class Kernel:
         "A run is in progress (queued or executing)"
         raise NotImplementedError
     @property
+    def died(self) -> bool:
+        "Its kernel process died since its last run (the next run starts a new one)"
+        return False
+    @property
+    def state(self) -> str:
+        "'closed', 'busy', 'dead' (see `died`) or 'idle'"
+        return 'closed' if self.closed else 'busy' if self.busy else 'dead' if self.died else 'idle'
+    def take_notice(self) -> str|None:
+        "What happened to the kernel that no answer has said yet, once (a kernel that died between runs and was started again)"
+        n, self.notice = getattr(self, 'notice', None), None
+        return n
+    @property
     def waiting(self) -> bool:
         "A run of this kernel waits for another kernel's run to end before its cell starts (in-process kernels share one process)"
         return False

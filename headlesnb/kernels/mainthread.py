@@ -16,6 +16,7 @@ class MainThread:
     def __init__(self):
         self._cv, self._jobs, self._serving = threading.Condition(), deque(), False
         self.current = None  # the job running now: (fn, its future, how to ask it to stop)
+        self.stopping = False  # the process got SIGINT or SIGTERM while `serve_beside` ran: it ends, and no cell starts any more
 
     @property
     def serving(self) -> bool: return self._serving
@@ -81,6 +82,7 @@ def serve_beside(run) -> list:
     thread, and SIGTERM stops the cell that runs (after Ctrl-C, the server's end does, or the grace's); the signals received are returned. `fronts.run`'s exception is raised here (a
     `KeyboardInterrupt` only if no signal came: one that did is in what is returned)"""
     got, box, todo = [], {}, queue.SimpleQueue()
+    MAIN.stopping = False
     def target():
         try: run()
         except BaseException as e: box['exc'] = e
@@ -106,7 +108,9 @@ def serve_beside(run) -> list:
         if MAIN.current is not None:  # a cell deaf to SIGINT holds the main thread: end the process as the signal would
             print('headlesnb: a cell blocked in C code ignored the interrupt: exiting', file=sys.__stderr__, flush=True)
             os._exit(128 + signum)
-    def on_signal(signum, frame): got.append(signum); todo.put(signum)
+    def on_signal(signum, frame):
+        MAIN.stopping = True  # at once, before the cell this interrupted has ended: a run waiting for its turn must not start then
+        got.append(signum); todo.put(signum)
     server = threading.Thread(target=target, name='headlesnb-server', daemon=True)
     server.start()  # (a signal before the handlers are in has its usual effect: Ctrl-C raises KeyboardInterrupt here)
     threading.Thread(target=relay, name='headlesnb-signals', daemon=True).start()

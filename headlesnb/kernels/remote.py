@@ -62,7 +62,7 @@ class _WSClient(KernelWebSocketClient):
 
     def start_channels(self, shell=True, iopub=True, stdin=True, hb=True, control=True):
         "Connect (blocking: call it in a thread); KernelError if the server refuses or does not answer"
-        params = {'session_id': self.session.session, **({'token': self.token} if self.token else {})}
+        params = {'session_id': self.session.session}  # (the token goes in the Authorization header only: the library logs this URL)
         self.kernel_socket = websocket.WebSocketApp(self.kernel_ws_endpoint + '?' + urlencode(params), header=self._headers,
                                                     on_open=self._on_open, on_message=self._on_message,
                                                     on_close=self._on_close, on_error=self._on_error)

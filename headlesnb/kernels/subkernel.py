@@ -18,11 +18,12 @@ from ..utils import die_with_parent
 from .jupyter import JupyterKernel, _Client, _first, _maybe, _NOISE
 
 # %% ../../nbs/07_kernels.subkernel.ipynb #a0a6dffc
-def list_kernelspecs(jupyter_url:str|None=None, jupyter_token:str|None=None) -> dict:
-    "The Jupyter kernelspecs installed here (or on the server at `jupyter_url`): name -> {'display_name', 'language', 'argv', 'interrupt_mode'}"
+def list_kernelspecs(jupyter_url:str|None=None, jupyter_token:str|None=None, timeout:float|None=None) -> dict:
+    """The Jupyter kernelspecs installed here (or on the server at `jupyter_url`, asked for `timeout` s at most: default, its REST calls'):
+    name -> {'display_name', 'language', 'argv', 'interrupt_mode'}"""
     if jupyter_url is not None:
         from headlesnb.kernels.remote import RemoteKernel
-        specs = RemoteKernel(jupyter_url, jupyter_token)._rest('GET', 'kernelspecs').get('kernelspecs', {})
+        specs = RemoteKernel(jupyter_url, jupyter_token)._rest('GET', 'kernelspecs', timeout=timeout).get('kernelspecs', {})
     else: specs = KernelSpecManager().get_all_specs()
     return {n: {'display_name': s['spec'].get('display_name', n), 'language': s['spec'].get('language', ''),
                 'argv': s['spec'].get('argv', []), 'interrupt_mode': s['spec'].get('interrupt_mode', 'signal')}

@@ -95,6 +95,7 @@ class Editor:
         self.start = self.end = None
         self.history, self.splits = EditorHistory(history_size), {}
         self.hidden, self.conflict, self.version, self.changes = False, None, 0, []
+        self.cleared = None  # when its undo history was last cleared, and why (an undo that runs short says so)
         self.load()
         self.baseline = self.sha
 
@@ -206,7 +207,7 @@ def _sync_editor(self:Workspace, ed:Editor) -> str|None:
         what = ed.changed_on_disk()
         if what is None: return None
         if what == 'changed' and not ed.dirty:
-            ed.load(); ed.baseline = ed.sha; ed.history.clear()
+            ed.load(); ed.baseline = ed.sha; ed.history.clear(); ed.cleared = 'when its file changed on disk and was read again'
             self.notify(f'{ed.id}: {ed.rel} changed on disk; reloaded (the editor held no edits)')
             return 'reloaded'
     except HeadlesnbError as e:  # a symlink on its way, or no longer text (binary, not UTF-8, too large): the editor keeps its lines
@@ -357,8 +358,10 @@ def _step(self:Workspace, editor_id:str, steps:int, redo:bool) -> dict:
         what = 'redo' if redo else 'undo'
         ed.changes = []
         try: labels = (ed.history.redo if redo else ed.history.undo)(ed, steps)
-        except BaseException:
+        except BaseException as e:
             if ed.changes: self._edited(ed, f'{what} (stopped by an error)')  # the steps that were done are on disk
+            elif isinstance(e, BadArgumentError) and ed.cleared and 'available' in str(e):  # (another client may have cleared it)
+                raise BadArgumentError(f"{e}: {ed.id}'s undo history was cleared {ed.cleared}; edits made since can be undone") from None
             raise
         return self._edited(ed, f'{what} ' + ', '.join(labels)) | {'redone' if redo else 'undone': labels}
 
@@ -379,7 +382,7 @@ def reload_editor(self:Workspace, editor_id:str) -> dict:
         ed = self._find_editor(editor_id)
         ed.load()
         ed.baseline, ed.conflict = ed.sha, None
-        ed.history.clear()
+        ed.history.clear(); ed.cleared = 'by a reload'
         self.notify(f'{ed.id}: {ed.rel} reloaded from disk ({len(ed.lines)} lines)')
         self.save()
         return dict(id=ed.id, path=ed.rel, lines=len(ed.lines), dirty=False)
