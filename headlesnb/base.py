@@ -158,19 +158,19 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
         return it
 
 @patch
-def _drop_waiting(self:BaseManager, name:str) -> int:
-    "End every run of item `name` that waits for its turn (see `Run.waits_turn`: interrupted before it ran); how many"
-    with self._lock: rs = [r for r in self._runs.values() if r.name == name and not r.over and r.waits_turn()]
+def _drop_waiting(self:BaseManager, it:Item) -> int:
+    "Empty item `it`'s run queue and end its runs that wait for their turn (see `Run.waits_turn`: interrupted before they ran); how many of both"
+    queued, it.state['queue'] = len(it.state['queue']), []
+    with self._lock: rs = [r for r in self._runs.values() if r.name == it.name and not r.over and r.waits_turn()]
     for r in rs: r.stop_asked = True; r._drop()
-    return len(rs)
+    return queued + len(rs)
 
 @patch
 def _close(self:BaseManager, name:str|None=None) -> Item:
     """Save, stop the kernel and forget the item (kept open if it cannot be saved, so nothing is lost); queued runs are
     dropped. Its ended runs are kept (as long as others' are), their outputs let go: they are in its file"""
     it = self.item(name)
-    it.state['queue'] = []
-    self._drop_waiting(it.name)
+    self._drop_waiting(it)
     with it.doc.lock:
         it.doc.save()  # a ConflictError leaves the item open: reload or save(force=True), then close
         if it.kernel is not None: self._let_go(it)
@@ -268,10 +268,9 @@ def _reloaded(self:BaseManager, it:Item): "Hook: the item's document was read ag
 
 @patch
 def end_waiting(self:BaseManager) -> int:
-    """Empty every item's run queue and end its runs that wait for their turn (`_drop_waiting`); how many runs ended. Done
+    """Empty every item's run queue and end its runs that wait for their turn (`_drop_waiting`); how many of both. Done
     for all items before any closes: closing one, whose cell is interrupted, would let another's waiting run start its code"""
-    for it in list(self._items.values()): it.state['queue'] = []
-    return sum(self._drop_waiting(n) for n in list(self._items))
+    return sum(self._drop_waiting(it) for it in list(self._items.values()))
 
 @patch
 def close_all(self:BaseManager):
@@ -1120,11 +1119,8 @@ def _wait_idle(self:BaseManager, name, timeout:float=30) -> bool:
 def _interrupt(self:BaseManager, name, clear_queue:bool=True) -> dict:
     "Stop the cell running in the item's kernel (and drop its run queue)"
     it = self.item(name)
-    dropped = len(it.state['queue']) if clear_queue else 0
     with self._lock: mine = [r for r in self._runs.values() if r.name == it.name and not r.over]
-    if clear_queue:
-        it.state['queue'] = []
-        dropped += self._drop_waiting(it.name)  # runs waiting their turn never start: ended now
+    dropped = self._drop_waiting(it) if clear_queue else 0  # runs waiting their turn never start: ended now
     running = [r for r in mine if not r.over and r.status == 'running']
     for r in running: r.stop_asked = True  # one whose kernel is still starting stops before its code runs
     return dict(interrupted=bool(it.kernel and it.kernel.interrupt()) or bool(running), dropped=dropped)
@@ -1134,8 +1130,7 @@ def _restart(self:BaseManager, name) -> dict:
     """A fresh kernel namespace for the item: what runs is stopped, the run queue and the runs waiting for their turn
     dropped (a kernel whose run waits for another notebook's in-process cell is let go: a new one starts on the next run)"""
     it = self.item(name)
-    it.state['queue'] = []
-    self._drop_waiting(it.name)
+    self._drop_waiting(it)
     k = it.kernel
     if k is not None and k.waiting: self._let_go(it)
     elif k is not None: k.restart(); self._kernel_started(it)

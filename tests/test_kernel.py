@@ -166,6 +166,22 @@ class Failing(Finalised):
     def __del__(self): 1 / 0
 
 
+def test_an_interrupt_between_runs_stops_no_later_run(kernel):
+    "An interrupt that comes as a run ends (its cell over, the kernel not yet let go) is not kept for the next run"
+    kernel.run('1')
+    stale = 0
+    for _ in range(200):
+        stop = threading.Event()
+        def storm():
+            while not stop.is_set(): kernel.interrupt()
+        t = threading.Thread(target=storm); t.start()
+        try: statuses = [kernel.run('y = 1').status for _ in range(3)]
+        finally: stop.set(); t.join()
+        assert set(statuses) <= {'ok', 'interrupted'}
+        stale += kernel.run('y').status != 'ok'
+    assert stale == 0, f'{stale} of 200 runs after an interrupt storm ended were interrupted'
+
+
 def test_interrupts_landing_in_finalisers_are_sent_again_not_reported(kernel, monkeypatch):
     "The collector runs finalisers in the cell's thread: an interrupt landing there is retried, never printed as 'Exception ignored'"
     reported = []

@@ -243,6 +243,33 @@ def test_a_server_killed_mid_run_is_named(tmp_path):
         s.proc.kill(); s.proc.wait()
         k.close()
 
+def test_a_server_that_stops_answering_mid_run_holds_up_no_stop(tmp_path):
+    """The Jupyter server frozen (SIGSTOP) while a cell with a timeout prints: the run answers soon after its timeout (each REST
+    call of the stop waits `stop_grace` s, not the 60 s of other calls), with the outputs seen so far and a notice that the kernel
+    may still run there, rather than raising after minutes; closing the kernel is as quick"""
+    import signal, threading
+    root = tmp_path / 'root'; root.mkdir()
+    token = secrets.token_hex(16)
+    s = _serve('jupyter server', [sys.executable, '-m', 'jupyter_server', '--no-browser', '--allow-root',
+                                  f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}'], {}, root, token, tmp_path)
+    k = RemoteKernel(s.url, s.token, stop_grace=2)
+    try:
+        k.run('1')
+        threading.Timer(2.5, os.kill, (s.proc.pid, signal.SIGSTOP)).start()
+        t = time.monotonic()
+        r = k.run('import time\nfor i in range(30): print(i, flush=True); time.sleep(1)', timeout=5)
+        assert time.monotonic() - t < 20, time.monotonic() - t
+        assert r.status == 'timeout' and joined_streams(r.outputs)[0]['text'].startswith('0\n1\n'), r.outputs
+        assert 'did not answer POST /api/kernels/' in (k.take_notice() or ''), 'no notice of the restart left unanswered'
+        t = time.monotonic()
+        k.close()
+        assert time.monotonic() - t < 6, time.monotonic() - t
+    finally:
+        os.kill(s.proc.pid, signal.SIGCONT)
+        k.close()
+        _stop(s)
+
+
 def test_a_server_that_never_answers_is_bounded_by_the_start_timeout(tmp_path):
     """A port that accepts connections and never answers: starting a kernel there gives up after `startup_timeout`
     (`headlesnb run --start-timeout`), saying the server did not answer (it was reached), not after the REST calls' 60 s"""

@@ -256,6 +256,23 @@ def test_total_timeout_writes_what_ran_and_exits_124(tmp_path, kernel):
     s = json.loads((tmp_path / 's.json').read_text())
     assert (s['status'], s['exit_code'], s['failure']['cell_id']) == ('timeout', 124, 'c2')
 
+def test_total_timeout_is_never_taken_for_ctrl_c(tmp_path):
+    """In-process, the kernel stops a cell past its time with SIGINTs of its own: however late the run's Ctrl-C watcher
+    reads them (a busy machine), they are the timeout's, so every run exits 124, never 130. Twelve runs, six at a time,
+    beside two processes that keep the cores busy"""
+    src = mk_nb(tmp_path / 'in.ipynb', 'x = 1', 'import time\ntime.sleep(20)', 'print("never")')
+    busy = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(2)]
+    try:
+        codes = []
+        for batch in range(2):
+            runs = [subprocess.Popen([*HB, str(src), str(tmp_path / f'out{batch}-{i}.ipynb'), '--total-timeout', '1'], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for i in range(6)]
+            codes += [(p.wait(60), p.stderr.read()) for p in runs]
+    finally:
+        for p in busy: p.kill(); p.wait()
+    assert [c for c, _ in codes] == [124] * 12, [e for c, e in codes if c != 124]
+
+
 def test_scrapbook_reads_our_outputs_and_the_summary_has_the_scraps(tmp_path):
     sb = pytest.importorskip('scrapbook'); pytest.importorskip('pyarrow')
     src = mk_nb(tmp_path / 'in.ipynb', ('n = 1', ['parameters']),

@@ -273,6 +273,35 @@ def test_a_kernel_that_cannot_start_says_why(tmp_path, monkeypatch):
     with pytest.raises(KernelError, match=r"(?s)the 'broken' kernel did not start: its process ended \(exit code 3\).*no luck here"): k.run('1')
     k.close()
 
+def test_an_interrupt_ends_a_run_whose_kernel_is_still_starting(tmp_path, monkeypatch):
+    "A kernel that never answers: an interrupt ends the run waiting for it at once (nothing ran), and the half-started kernel is killed"
+    spec = tmp_path / 'kernels' / 'slowstart'
+    spec.mkdir(parents=True)
+    (spec / 'kernel.json').write_text(json.dumps({'argv': [sys.executable, '-c', 'import time; time.sleep(300)', '{connection_file}'],
+                                                  'display_name': 'Slow start', 'language': 'python'}))
+    monkeypatch.setenv('JUPYTER_PATH', str(tmp_path))
+    k = SubprocessKernel('slowstart', startup_timeout=60)
+    try:
+        box = {}
+        t = threading.Thread(target=lambda: box.update(r=k.run('1')))
+        t.start()
+        end = time.monotonic() + 30
+        while not [p for p in psutil.Process().children(recursive=True) if 'time.sleep(300)' in ' '.join(p.cmdline())]:
+            assert time.monotonic() < end, 'the kernel process did not start'
+            time.sleep(0.05)
+        started = time.monotonic()
+        assert k.interrupt()
+        t.join(20)
+        assert not t.is_alive() and time.monotonic() - started < 10
+        r = box['r']
+        assert (r.status, r.outputs[0]['evalue']) == ('interrupted', 'The cell was interrupted before it ran.')
+        end = time.monotonic() + 10
+        while [p for p in psutil.Process().children(recursive=True) if 'time.sleep(300)' in ' '.join(p.cmdline()) and p.status() != 'zombie']:
+            assert time.monotonic() < end, 'the half-started kernel was left running'
+            time.sleep(0.05)
+    finally: k.close()
+
+
 @pytest.mark.skipif(os.name != 'posix', reason='unix sockets')
 def test_a_kernels_channels_are_files_only_we_reach():
     "No ports chosen ahead (another process could take one first, and an ipykernel that cannot bind hangs): its channels are "

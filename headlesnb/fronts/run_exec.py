@@ -530,6 +530,7 @@ class _Run(BaseManager):
         self.saved_at, self.due, self.save_lock = time.monotonic(), None, threading.Lock()  # the last write; when one held back is due
         self.watchdog = None  # a `_Watchdog`, while timed cells run on an in-process kernel
         self.stopped_in = None  # the cell whose end found `interrupted` set
+        self.guard = None  # `_Interrupts`, while an in-process cell runs on the main thread
         self.interrupted = False  # a Ctrl-C (or SIGTERM) came while an in-process cell ran: the run ends with that cell (`_guard_interrupts`)
         self._items['run'] = Item('run', self.root / 'run.ipynb', self.doc, None, state=dict(queue=[], running=None, worker=None))
 
@@ -572,22 +573,32 @@ class _Interrupts:
     grace = 5.0
     def __init__(self, run):
         self.run, (self.rfd, wfd) = run, os.pipe()
-        os.set_blocking(wfd, False)
+        for fd in (self.rfd, wfd): os.set_blocking(fd, False)
         self.wfd, self.old = wfd, signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
-        self.stop = threading.Event()
+        self.mu, self.stop = threading.Lock(), threading.Event()
+        self.first = self.cell = None  # when the first Ctrl-C came, and the cell it came in
+        self.term = False
         self.t = threading.Thread(target=self._watch, daemon=True, name=threading.current_thread().name + '-interrupts')
         self.t.start()
 
     def _watch(self):
-        first, cell, term = None, None, False
         while not self.stop.is_set():
-            if select.select([self.rfd], [], [], 0.1)[0]:
-                got = os.read(self.rfd, 512)
-                term = term or signal.SIGTERM in got
-                for _ in range(got.count(signal.SIGINT) if self._outside() else 0):
-                    if first is None: first, cell = time.monotonic(), self.run.current; self.run.interrupted = True
-                    elif cell is not None and self.run.current is cell: self.run._abandon(143 if term else 130)
-            if cell is not None and self.run.current is cell and time.monotonic() - first > self.grace: self.run._abandon(143 if term else 130)
+            select.select([self.rfd], [], [], 0.1)
+            self.take()
+            cell = self.cell
+            if cell is not None and self.run.current is cell and time.monotonic() - self.first > self.grace: self.run._abandon(143 if self.term else 130)
+
+    def take(self):
+        """Judge the signals that came against the cell running now. The run calls it too as a cell ends, before the cell
+        stops being the running one: the kernel's own SIGINTs that stopped a timed-out cell are judged with that cell, not
+        as Ctrl-C between cells, however late this thread would have read them"""
+        with self.mu:
+            try: got = os.read(self.rfd, 512)
+            except BlockingIOError: return
+            self.term = self.term or signal.SIGTERM in got
+            for _ in range(got.count(signal.SIGINT) if self._outside() else 0):
+                if self.first is None: self.first, self.cell = time.monotonic(), self.run.current; self.run.interrupted = True
+                elif self.cell is not None and self.run.current is self.cell: self.run._abandon(143 if self.term else 130)
 
     def _outside(self) -> bool:
         "Can a SIGINT now be the user's? Past the cell's timeout the kernel sends its own, to stop the cell"
@@ -724,6 +735,7 @@ def _failed(r:dict, cell) -> bool:
 def _cell_done(self:_Run, it, cid:str, r:dict|None):
     "papermill's `cell_complete`: times and status (a failed cell marked); what the cell showed goes to the logs; a save"
     if self.watchdog: self.watchdog.disarm()
+    if self.guard: self.guard.take()  # (while the cell is still the current one)
     with self.lock: self.current = None
     i = self.doc.index(cid)
     cell = self.nb.cells[i]
@@ -820,7 +832,7 @@ def run(self:_Run) -> RunReport:
     if self.log_output or any(self.files.values()) or (self.save_fn and self.incremental):
         watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True, name=threading.current_thread().name + '-watch')  # (named after its run: a batch's logs go by thread)
         watcher.start()
-    guard = _Interrupts(self) if getattr(self.kernel, 'main_thread', False) and threading.current_thread() is threading.main_thread() else None
+    guard = self.guard = _Interrupts(self) if getattr(self.kernel, 'main_thread', False) and threading.current_thread() is threading.main_thread() else None
     try: self._verdict(self._run_all('run', self.allow_errors, self.timeout)['errors'], rep)
     except KeyboardInterrupt:
         rep.status = 'interrupted'

@@ -466,7 +466,9 @@ class InProcessKernel(Kernel):
         self._lock = threading.Lock()   # one run (or restart/close) of this kernel at a time
         self._waiting = False           # a run of it waits for `RUN_LOCK` (another kernel's cell runs)
         self._current = self._stuck = None  # the run executing; one abandoned while stuck in C
-        self._stop_first = False  # an interrupt that came while a run held this kernel before its cell started: that run stops
+        self._holding = False  # a run holds this kernel and its cell has not started: an interrupt now stops that run
+        self._stop_first = False  # such an interrupt came
+        self._mu = threading.Lock()  # `interrupt` against a run starting or ending its cell
         self._closed = False
 
     def _start(self) -> _Shell:
@@ -533,17 +535,16 @@ def _run(self, code:str, timeout, nested:str|None=None, parent=None) -> RunResul
             shell, n, started = self._begin()
             if self._stop_first or MAIN.stopping: return self._unrun(shell, started)  # (stopping: the server ends, see `serve_beside`)
             where = _where(self, nested)
-            self._current = r = _Run(self, shell, code) if where == 'loop' else _HereRun(self, shell, code)
-            if self._stop_first: r.stop('interrupted')  # (an interrupt that came between the check above and here)
+            self._go(r := _Run(self, shell, code) if where == 'loop' else _HereRun(self, shell, code))
             here = where == 'here'
             try: done = True if here else r.start().wait(timeout, self.stop_grace, nested)
             finally:
                 if here:
                     try: r.execute(timeout)
-                    finally: self._current = None
-                else: self._current = None
+                    finally: self._let_go()
+                else: self._let_go()
             return self._end(r, done, n, started, timeout)
-        finally: self._stop_first = False  # (one that came after this run's check is not the next run's)
+        finally: self._let_go()
 
 @patch_to(InProcessKernel)
 @contextmanager
@@ -551,7 +552,7 @@ def _locks(self, nested:str|None):
     "This kernel's lock and `RUN_LOCK`; a nested run takes only the kernel's, and never waits for a run queued elsewhere"
     if not nested:
         with self._lock:
-            self._waiting = True  # (its own lock is held: only this run of this kernel can be waiting)
+            self._holding = self._waiting = True  # (its own lock is held: only this run of this kernel can be waiting)
             try: RUN_LOCK.acquire()
             finally: self._waiting = False
             try: yield
@@ -560,6 +561,7 @@ def _locks(self, nested:str|None):
     while not self._lock.acquire(timeout=0.05):  # held by another nested run (it ends), or by a run queued for RUN_LOCK
         if nested == 'cell' or self._current is None:
             raise KernelError('this kernel is busy with a run queued from elsewhere: a cell cannot wait for it')
+    self._holding = True
     try: yield
     finally: self._lock.release()
 
@@ -571,20 +573,20 @@ async def arun(self, code:str, timeout:float|None=None) -> RunResult:
     if nested == 'thread' or not self._take(nested):  # starting, queued, stuck or nested in a thread: the blocking way
         try: return await asyncio.to_thread(self._run, code, timeout, nested, parent)
         except asyncio.CancelledError: self.interrupt(); raise
-    _awaiting.kernel = self
+    _awaiting.kernel, self._holding = self, True
     try:
         with _host_state():
             if (gone := self._exited()) is not None: return gone
             shell, n, started = self._begin()
             if self._stop_first or MAIN.stopping: return self._unrun(shell, started)  # (stopping: the server ends, see `serve_beside`)
-            self._current = r = _HereRun(self, shell, code) if _where(self, nested) == 'main' else _Run(self, shell, code)
-            if self._stop_first: r.stop('interrupted')  # (an interrupt that came between the check above and here)
+            self._go(r := _HereRun(self, shell, code) if _where(self, nested) == 'main' else _Run(self, shell, code))
             try: done = await r.start().wait_async(timeout, self.stop_grace)
             except asyncio.CancelledError: self._end(r, r.fut.done(), n, started, timeout); raise
-            finally: self._current = None
+            finally: self._let_go()
             return self._end(r, done, n, started, timeout)
     finally:
-        _awaiting.kernel, self._stop_first = None, False
+        _awaiting.kernel = None
+        self._let_go()
         if not nested: RUN_LOCK.release()
         self._lock.release()
 
@@ -720,17 +722,29 @@ def _users_frames(tb:list) -> list:
 def interrupt(self) -> bool:
     """Stop the executing cell, if any; a run that holds this kernel but has not started its cell (its shell starting, or
     waiting for another kernel's run to end) ends before its cell runs"""
-    r = self._current
-    if r is None:
-        self._stop_first = self._lock.locked()
-        return self._stop_first
+    with self._mu:
+        r = self._current
+        if r is None:
+            self._stop_first = self._holding  # (none: the kernel is idle, or its run's cell has ended: nothing to stop)
+            return self._stop_first
     r.stop('interrupted')
     return True
 
 @patch_to(InProcessKernel)
+def _go(self, r):
+    "The run's cell starts: interrupts from now stop it (one that came while the run held the kernel, at once)"
+    with self._mu: self._current, stop, self._stop_first = r, self._stop_first, False
+    if stop: r.stop('interrupted')
+
+@patch_to(InProcessKernel)
+def _let_go(self):
+    "The run's cell has ended (or will not start): from now an interrupt finds nothing to stop, not even the next run"
+    with self._mu: self._current, self._holding, self._stop_first = None, False, False
+
+@patch_to(InProcessKernel)
 def _unrun(self, shell, started:str) -> RunResult:
     "The answer of a run interrupted before its cell started: nothing ran (`_begin`'s set-up undone, as `_end` undoes it)"
-    self._stop_first = False
+    self._let_go()
     with suppress(ValueError): RUNNING.remove(shell)
     shell._out = None
     return RunResult([_error('KeyboardInterrupt', 'The cell was interrupted before it ran.')], None, 'interrupted', started, utc_now())

@@ -235,12 +235,13 @@ async def _arun(self, code:str, timeout) -> RunResult:
         await self._locked()
         try:
             self._check_open()  # again: close() may have come while we queued
-            ex = self._exec = _Exec(asyncio.get_running_loop(), None)  # an interrupt from now on stops this run, its kernel still starting or not
-            if self._stop_first: ex.request_stop('interrupted')
+            ex = _Exec(asyncio.get_running_loop(), None)  # an interrupt from now on stops this run, its kernel still starting or not
+            with self._mu: self._exec, stop = ex, self._stop_first
+            if stop: ex.request_stop('interrupted')
             started = utc_now()
-            try: client = await self._client_ready()
+            try: client = await self._ready_unless_stopped(ex)
             except BaseException: self._exec = None; raise
-            if ex.stop.done():  # interrupted on its way (its kernel starting, say): the code never runs
+            if client is None or ex.stop.done():  # interrupted on its way (its kernel starting, say): the code never runs
                 self._exec = None
                 msg = 'The cell was interrupted before it ran.'
                 return RunResult([{'output_type': 'error', 'ename': 'KeyboardInterrupt', 'evalue': msg, 'traceback': [f'KeyboardInterrupt: {msg}']}],
@@ -248,8 +249,7 @@ async def _arun(self, code:str, timeout) -> RunResult:
             return await self._execute(client, py_body(code) if self.language == 'python' else code, timeout, ex)
         finally: self._lock.release()
     finally:
-        self._stop_first = False  # (one asked for as this run ended is not the next run's)
-        self._queued(-1)
+        with self._mu: self._pending, self._stop_first = self._pending - 1, False  # (one asked for as this run ended is not the next run's)
 
 @patch_to(JupyterKernel)
 async def _locked(self, wait:float|None=None):
@@ -272,6 +272,17 @@ async def _client_ready(self) -> _Client:
     return self._client
 
 @patch_to(JupyterKernel)
+async def _ready_unless_stopped(self, ex:_Exec) -> _Client|None:
+    "`_client_ready`, unless the run is stopped first (None): a kernel still starting then is not waited for, and is let go"
+    ready = asyncio.ensure_future(self._client_ready())
+    try: await _wait_any((ready, ex.stop))
+    finally:
+        if not ready.done():  # stopped, or the caller gave up
+            ready.cancel()  # (`_alaunch` discards the kernel it was starting)
+            with suppress(BaseException): await ready
+    return None if ready.cancelled() else ready.result()
+
+@patch_to(JupyterKernel)
 def start(self):
     "Start the kernel's process now and wait until it answers, as its first run would (KernelError if it cannot): a kernel started ahead"
     async def go():
@@ -289,10 +300,11 @@ def live_outputs(self) -> list:
 @patch_to(JupyterKernel)
 def interrupt(self) -> bool:
     "Stop the executing cell, if any (SIGINT or the kernelspec's interrupt message; killed `stop_grace` s later if it goes on)"
-    ex = self._exec
-    if ex is None:  # a run on its way here (queued on the kernel loop) is stopped when it gets the kernel
-        self._stop_first = self._pending > 0
-        return self._stop_first
+    with self._mu:
+        ex = self._exec
+        if ex is None:  # a run on its way here (queued on the kernel loop) is stopped when it gets the kernel
+            self._stop_first = self._pending > 0
+            return self._stop_first
     kernel_loop().call_soon_threadsafe(ex.request_stop, 'interrupted')
     return True
 

@@ -211,7 +211,9 @@ def _death(self, client): return client.kc.died
 def _why_dead(self, client): return (client.kc.died.result(), [])
 
 @patch_to(RemoteKernel)
-async def _ainterrupt(self, client): await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'interrupt')
+async def _ainterrupt(self, client):
+    "Ask the server to interrupt; within `stop_grace` s, as every call of a stop (a server that stops answering must not hold one up)"
+    await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'interrupt', timeout=self.stop_grace)
 
 @patch_to(RemoteKernel)
 async def _adiscard(self, client, kill:bool):
@@ -219,7 +221,11 @@ async def _adiscard(self, client, kill:bool):
     dead = client.kc is not None and client.kc.died.done()
     if client.kc is not None: await asyncio.to_thread(client.kc.stop_channels)
     if kill and not dead and self.kernel_id:
-        with suppress(NotFoundError): await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'restart')
+        try: await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'restart', timeout=self.stop_grace)
+        except NotFoundError: pass
+        except KernelError as e:  # (the run still answers, with its outputs so far, and says so)
+            self.notice = (f'a cell was stopped by restarting its kernel, but {e}: the kernel may still be running that cell '
+                           'there, and the next run goes to it again')
 
 @patch_to(RemoteKernel)
 async def _aretire(self, closing:bool):
@@ -233,6 +239,6 @@ async def _aretire(self, closing:bool):
         if not closing:
             with suppress(NotFoundError): await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'restart')
         elif self.owned:
-            with suppress(NotFoundError, KernelError): await asyncio.to_thread(self._rest, 'DELETE', 'kernels', self.kernel_id)
+            with suppress(NotFoundError, KernelError): await asyncio.to_thread(self._rest, 'DELETE', 'kernels', self.kernel_id, timeout=self.stop_grace)
             if self._reaper: self._reaper.detach()
     finally: self._lock.release()
