@@ -350,6 +350,13 @@ def kernel_for_notebook(nb_metadata:dict, kernel:str|None=None, installed:dict|N
     raise KernelError(f"this notebook needs {what}, which is not installed{where}; installed{' there' if where else ''}: {', '.join(installed) or 'none'}"
                       + (f" (for {lang}: {', '.join(same)}; choose one with kernel=...)" if same else ''))
 
+def _served_folder(url:str, token:str|None, folder:Path, timeout:float) -> str|None:
+    """The path on the Jupyter server at `url` of our `folder`, where a kernel for a notebook there starts, as JupyterLab starts it
+    (proven by a probe file, as shared documents find theirs: `JupyterDocs.folder`); None if the server does not serve it"""
+    from headlesnb.shared import JupyterDocs
+    with suppress(BadArgumentError, NotFoundError): return JupyterDocs(url, token, timeout).folder(folder.resolve(), folder.resolve())
+    return None
+
 def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, jupyter_token:str|None=None, kernel_id:str|None=None,
                 output_limit:int|None=None, mpl_format:str|None=None, startup_timeout:float=60, main_thread:bool=False,
                 env:dict|None=None) -> Kernel:
@@ -361,8 +368,9 @@ def make_kernel(kernel:str|None=None, *, cwd=None, jupyter_url:str|None=None, ju
         return InProcessKernel(cwd=cwd, mpl_format=mpl_format, output_limit=output_limit, main_thread=main_thread)
     if jupyter_url is not None:
         from headlesnb.kernels.remote import RemoteKernel
+        locate = None if cwd is None else functools.partial(_served_folder, jupyter_url, jupyter_token, Path(cwd), min(10, startup_timeout))
         return RemoteKernel(jupyter_url, jupyter_token, kernel_name=kernel or 'python3', kernel_id=kernel_id, output_limit=output_limit,
-                            startup_timeout=startup_timeout)
+                            startup_timeout=startup_timeout, locate=locate)
     from headlesnb.kernels.subkernel import SubprocessKernel
     return SubprocessKernel(kernel, cwd=cwd, env=env, output_limit=output_limit, startup_timeout=startup_timeout)
 

@@ -122,6 +122,16 @@ def test_timeout_and_interrupt(server, rk):
     assert (r.status, r.outputs[-1]['ename'] if r.outputs else None) == ('interrupted', 'KeyboardInterrupt'), r
     assert run_text(rk.run('x')) == '1'  # the kernel lived through both
 
+def test_a_kill_says_how_long_the_cell_was_given(server):
+    "A cell deaf to SIGINT whose kernel still answers is given ten stop graces before the kill: the message says that many seconds"
+    with RemoteKernel(server.url, server.token, stop_grace=1) as k:
+        t0 = time.monotonic()
+        r = k.run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(120)', timeout=1)
+        took = time.monotonic() - t0
+    said = float(re.search(r'did not stop within ([\d.]+)s', r.outputs[-1]['evalue']).group(1))
+    assert r.status == 'timeout' and 9 <= said <= took, (said, took, r.outputs)
+
+
 def test_hard_stop_restarts_the_kernel_on_the_server(server, rk):
     rk.run('x = 1')
     kid, t0 = rk.kernel_id, time.monotonic()
@@ -129,6 +139,8 @@ def test_hard_stop_restarts_the_kernel_on_the_server(server, rk):
     r2 = rk.run('"x" in globals()')
     took = time.monotonic() - t0
     assert r.status == 'timeout' and 'its kernel was killed' in r.outputs[-1]['evalue'], r
+    said = float(re.search(r'did not stop within ([\d.]+)s', r.outputs[-1]['evalue']).group(1))
+    assert took - 15 < said <= took, (said, took)  # the seconds it was given to stop, as they were: 5 s, or 50 if its kernel still answered
     assert (run_text(r2), rk.kernel_id) == ('False', kid)  # a new process under the same id
     print(f'{server.name}: remote hard stop and next cell in {took:.1f}s')
     assert took < 60
@@ -223,6 +235,39 @@ def test_the_url_jupyterlab_prints_is_the_server_and_its_token(tmp_path, jupyter
         assert r['status'] == 'ok' and int(''.join(r['outputs'][0]['data']['text/plain'])) != os.getpid(), r
     finally: nm.close_all()
 
+def test_a_notebooks_kernel_starts_in_its_folder_on_the_server(tmp_path, jupyter_server):
+    """As JupyterLab starts it: a notebook's kernel on a Jupyter server runs in the notebook's folder (its path on the server found by
+    a probe file, as for shared documents), for a manager and for `headlesnb run` (its --cwd too); a folder the server does not
+    serve: the server's own, and the answer says so"""
+    from headlesnb import NotebookManager
+    s = jupyter_server
+    proj = s.root / 'proj'; (proj / 'sub' / 'data').mkdir(parents=True)
+    nm = NotebookManager(proj, jupyter_url=s.url, jupyter_token=s.token)
+    try:
+        nm.use_notebook('c', 'sub/c.ipynb', mode='create')
+        r = nm.insert_execute_code_cell(-1, 'import os; os.getcwd()')
+        assert r['status'] == 'ok' and run_text_of(r) == repr(str(proj / 'sub')), r
+        assert not list(proj.rglob('headlesnb-probe-*'))
+    finally: nm.close_all()
+    nb = new_notebook(cells=[new_code_cell('import os; print(os.getcwd())')], metadata={'kernelspec': {'name': 'python3', 'language': 'python', 'display_name': 'Python 3'}})
+    nbformat.write(nb, proj / 'sub' / 'cwd.ipynb')
+    for extra, where in (([], proj / 'sub'), (['--cwd', 'sub/data'], proj / 'sub' / 'data')):
+        r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'run', 'sub/cwd.ipynb', 'out.ipynb', '--jupyter-url', s.url, *extra],
+                           cwd=proj, env={**os.environ, 'JUPYTER_TOKEN': s.token}, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert joined_streams(nbformat.read(proj / 'out.ipynb', as_version=4).cells[0].outputs)[0]['text'] == f'{where}\n'
+    elsewhere = tmp_path / 'elsewhere'; elsewhere.mkdir()
+    nm = NotebookManager(elsewhere, jupyter_url=s.url, jupyter_token=s.token)
+    try:
+        nm.use_notebook('e', 'e.ipynb', mode='create')
+        r = nm.insert_execute_code_cell(-1, 'import os; os.getcwd()')
+        assert run_text_of(r) == repr(str(s.root)), r
+        assert "started in the Jupyter server's own folder" in r.get('notice', ''), r
+    finally: nm.close_all()
+
+def run_text_of(answer) -> str: return ''.join(answer['outputs'][0]['data']['text/plain'])
+
+
 def test_a_server_killed_mid_run_is_named(tmp_path):
     "The Jupyter server killed while a cell runs: the cell's error says the server at URL closed the connection (no empty `()`)"
     root = tmp_path / 'root'; root.mkdir()
@@ -268,6 +313,30 @@ def test_a_server_that_stops_answering_mid_run_holds_up_no_stop(tmp_path):
         os.kill(s.proc.pid, signal.SIGCONT)
         k.close()
         _stop(s)
+
+
+def test_a_lost_connection_is_not_a_dead_kernel(server, rk):
+    """The kernel's websocket drops while a cell runs, the server still up (its TCP connection shut here, as a network drop
+    would): the run says the connection was lost and the kernel kept, not that it died; the next run connects to it again,
+    and the cell had run on there"""
+    import socket, threading
+    rk.run('x = 41')
+    def drop():
+        time.sleep(1.5)
+        rk._client.kc.kernel_socket.sock.sock.shutdown(socket.SHUT_RDWR)
+    threading.Thread(target=drop).start()
+    r = rk.run('import time\nfor i in range(4): print(i, flush=True); time.sleep(1)\nx += 1', timeout=30)
+    assert r.status == 'error' and r.outputs[-1]['ename'] == 'ConnectionLost', r.outputs
+    msg = r.outputs[-1]['evalue']
+    assert 'the server still has the kernel' in msg and 'variables are kept' in msg and 'lost' in msg, msg
+    assert not rk.died
+    time.sleep(3)  # (the cell ends there meanwhile)
+    r = rk.run('x')
+    assert run_text(r) == '42', r.outputs
+    rk._client.kc.kernel_socket.sock.sock.shutdown(socket.SHUT_RDWR)  # and between runs
+    time.sleep(1)
+    assert not rk.died and run_text(rk.run('x')) == '42'
+    assert 'connected to it again, its variables kept' in (rk.take_notice() or '')
 
 
 def test_a_server_that_never_answers_is_bounded_by_the_start_timeout(tmp_path):

@@ -191,11 +191,12 @@ class JupyterKernel(Kernel):
     async def _adiscard(self, client:_Client, kill:bool): raise NotImplementedError  # let a kernel go: kill it, or shut it down
     def _death(self, client:_Client) -> asyncio.Future: raise NotImplementedError    # set when that kernel dies
     def _why_dead(self, client:_Client) -> tuple: raise NotImplementedError          # (what happened to the cell: a sentence, lines for the traceback)
+    def _lost(self, client:_Client) -> bool: return False                            # only the connection to it was lost: the kernel lives on
 
     @property
     def busy(self) -> bool: return self._pending > 0
     @property
-    def died(self) -> bool: return (c := self._client) is not None and self._death(c).done()
+    def died(self) -> bool: return (c := self._client) is not None and self._death(c).done() and not self._lost(c)
     @property
     def closed(self) -> bool: return self._closed
     @property
@@ -266,7 +267,8 @@ async def _client_ready(self) -> _Client:
     if c is not None and self._death(c).done():  # died between runs
         self._client = None
         await self._adiscard(c, kill=True)
-        self.notice = 'its kernel had died since its last run, so a new kernel ran this: variables and imports from before are lost'
+        self.notice = ('the connection to its kernel was lost since its last run: this run connected to it again, its variables kept' if self._lost(c)
+                       else 'its kernel had died since its last run, so a new kernel ran this: variables and imports from before are lost')
     if self._client is None:
         self._client, self._count = await self._alaunch(), 0
     return self._client
@@ -325,9 +327,9 @@ async def _execute(self, client:_Client, code:str, timeout, ex:_Exec) -> RunResu
         except asyncio.CancelledError: cancelled = True; ex.request_stop('interrupted')
         if not task.done() and not died.done():  # timed out, or asked to stop
             ex.request_stop('timeout')
-            stopped = True
+            stopped, t = True, time.monotonic()
             with suppress(Exception): await self._ainterrupt(client)
-            if not await self._stopped(client, task, died): outcome = 'killed'
+            if not await self._stopped(client, task, died): outcome, why = 'killed', time.monotonic() - t
         if not task.done() and died.done():
             outcome = outcome or 'dead'
             await _wait_any((task,), self.settle)  # outputs still in flight
@@ -397,14 +399,17 @@ def _result(self, client, cell, task, reason, outcome, why, timeout, started) ->
     status = 'error' if any(o['output_type'] == 'error' for o in outs) else 'ok'
     kbi = next((o for o in reversed(outs) if o['output_type'] == 'error' and o['ename'] == 'KeyboardInterrupt'), None)
     fresh = ' A new kernel starts on the next run: variables and imports are lost.'
-    if outcome == 'dead':
+    if outcome == 'dead' and self._lost(client):
+        outs.append(_error('ConnectionLost', f'{why[0]}.', why[1]))
+        status = 'error'
+    elif outcome == 'dead':
         what, tail = why
         outs.append(_error('DeadKernelError', f'{what}.{fresh}', tail))
         status = 'dead'
     elif outcome == 'killed':
         how = f'timed out after {round(timeout, 2):g}s and ' if reason == 'timeout' else 'was interrupted but '
-        outs.append(_error('ExecutionTimeout' if reason == 'timeout' else 'KeyboardInterrupt',
-                           f'The cell {how}did not stop within {self.stop_grace:g}s (blocked in C code?): its kernel was killed.{fresh}'))
+        outs.append(_error('ExecutionTimeout' if reason == 'timeout' else 'KeyboardInterrupt',  # (`why`: the seconds it was given to stop)
+                           f'The cell {how}did not stop within {round(why, 1):g}s (blocked in C code?): its kernel was killed.{fresh}'))
         status = reason
     elif reason:  # stopped by the interrupt
         status = reason

@@ -53,9 +53,10 @@ class _WSClient(KernelWebSocketClient):
     shell_channel_class = iopub_channel_class = stdin_channel_class = control_channel_class = property(lambda self: _AsyncChannel)
     hb_channel_class = property(lambda self: _AsyncHBChannel)
 
-    def __init__(self, loop, server:str, **kw):
+    def __init__(self, loop, server:str, alive=None, **kw):
         super().__init__(**kw)
         self.loop, self.server, self.error = loop, server, None  # (server: its address, for messages)
+        self.alive, self.kept = alive, False  # does the server still run the kernel (blocking); it did when the socket closed
         for ch in ('shell', 'iopub', 'stdin', 'hb', 'control'):
             setattr(self, f'_{ch}_msg_queue', _LoopQueue(loop, self._status if ch == 'iopub' else None))
         self.died = loop.create_future()  # set to what happened to the running cell (a sentence) when the kernel dies or the socket closes
@@ -101,10 +102,14 @@ class _WSClient(KernelWebSocketClient):
 
     def _on_close(self, s, code, msg):
         super()._on_close(s, code, msg)
-        if not self.shutting_down:  # (a server that was killed sends no close frame: no code, no reason)
-            why = ' '.join(str(x) for x in (code, msg) if x)
-            self.loop.call_soon_threadsafe(self._dead, f"The connection to the kernel was lost while this cell ran: the Jupyter server at {self.server} "
-                                                       f"closed it ({why + '; ' if why else ''}did the server stop?)")
+        if self.shutting_down: return
+        why = ' '.join(str(x) for x in (code, msg) if x)  # (a server that was killed sends no close frame: no code, no reason)
+        self.kept = self.alive is not None and self.alive()
+        if self.kept: said = (f"The connection to the kernel on the Jupyter server at {self.server} was lost while this cell ran{f' ({why})' if why else ''}, "
+                              "but the server still has the kernel: the cell may still be running there, and what it shows from now on is not "
+                              "seen here. Its variables are kept: the next run connects to it again (interrupt or restart it if that cell must stop)")
+        else: said = f"The connection to the kernel was lost while this cell ran: the Jupyter server at {self.server} closed it ({why + '; ' if why else ''}did the server stop?)"
+        self.loop.call_soon_threadsafe(self._dead, said)
 
 # %% ../../nbs/08_kernels.remote.ipynb #c74a33d5
 def _api(url:str, *parts) -> str: return url.rstrip('/') + '/api/' + '/'.join(quote(p, safe='') for p in parts)
@@ -112,7 +117,7 @@ def _api(url:str, *parts) -> str: return url.rstrip('/') + '/api/' + '/'.join(qu
 class RemoteKernel(JupyterKernel):
     "A kernel of a Jupyter Server or Jupyter Enterprise Gateway (REST + websocket, jupyter-kernel-client), its cells run by nbclient"
     def __init__(self, url:str, token:str|None=None, kernel_name:str='python3', kernel_id:str|None=None, cwd:str|None=None,
-                 output_limit:int|None=None, startup_timeout:float=60, stop_grace:float=5, request_timeout:float=60):
+                 output_limit:int|None=None, startup_timeout:float=60, stop_grace:float=5, request_timeout:float=60, locate=None):
         super().__init__(output_limit=output_limit, stop_grace=stop_grace, startup_timeout=startup_timeout)
         for n, v in (('token', token), ('kernel_id', kernel_id), ('cwd', cwd)):
             if v is not None and not isinstance(v, str): raise BadArgumentError(f"{n} must be a str or None, not {type(v).__name__}")
@@ -123,6 +128,7 @@ class RemoteKernel(JupyterKernel):
         self.kernel_id, self.owned, self.request_timeout = kernel_id or None, not kernel_id, request_timeout
         self._headers = {'Authorization': f'token {self.token}'} if self.token else {}
         self._reaper = None
+        self.locate = locate  # without `cwd`: a callable giving the server's path of the folder the kernel starts in (None: not served), asked at its start
 
     pid = None  # the kernel runs elsewhere: see kernel_id
 
@@ -169,7 +175,11 @@ def _start_remote(self) -> str:
     except NotFoundError: raise KernelError(f'{self.shown} has no kernels API: is it a Jupyter Server or Enterprise Gateway?') from None
     if self.kernel_name not in specs:
         raise KernelError(f"the kernel {self.kernel_name!r} is not installed on {self.shown}; installed there: {', '.join(sorted(specs)) or 'none'}")
-    body = {'name': self.kernel_name, 'path': self.cwd or ''}  # Jupyter Server: without a path the kernel starts in the server's cwd
+    path = self.cwd
+    if path is None and self.locate is not None and (path := self.locate()) is None:
+        self.notice = (f"its kernel started in the Jupyter server's own folder: the server at {self.shown} does not serve the notebook's "
+                       "folder, so files beside the notebook are not where its code looks")
+    body = {'name': self.kernel_name, 'path': path or ''}  # Jupyter Server: without a path the kernel starts in the server's cwd
     if self.cwd is not None: body['env'] = {'KERNEL_WORKING_DIR': self.cwd}
     kid = self._rest('POST', 'kernels', json=body, timeout=t)['id']
     self._reaper = weakref.finalize(self, _delete_kernel, self.url, dict(self._headers), kid, 10)
@@ -191,7 +201,7 @@ async def _alaunch(self) -> _Client:
             self.kernel_id = await asyncio.to_thread(self._start_remote)
     client = _Client(kernel_name=self.kernel_name, startup_timeout=int(self.startup_timeout))
     ws = _api(self.url.replace('http', 'ws', 1), 'kernels', self.kernel_id, 'channels')
-    client.kc = _WSClient(asyncio.get_running_loop(), self.shown, endpoint=ws, token=self.token, headers=dict(self._headers),
+    client.kc = _WSClient(asyncio.get_running_loop(), self.shown, alive=self._alive, endpoint=ws, token=self.token, headers=dict(self._headers),
                           timeout=self.startup_timeout, log=client.log)
     try:
         await asyncio.to_thread(client.kc.start_channels)
@@ -209,6 +219,15 @@ def _death(self, client): return client.kc.died
 
 @patch_to(RemoteKernel)
 def _why_dead(self, client): return (client.kc.died.result(), [])
+
+@patch_to(RemoteKernel)
+def _lost(self, client) -> bool: return client.kc.kept
+
+@patch_to(RemoteKernel)
+def _alive(self) -> bool:
+    "Does the server still run our kernel (asked within 2 s: on the websocket's thread, as it closes)?"
+    try: return (self._rest('GET', 'kernels', self.kernel_id, timeout=2) or {}).get('execution_state') not in _GONE
+    except (KernelError, NotFoundError): return False
 
 @patch_to(RemoteKernel)
 async def _ainterrupt(self, client):
