@@ -490,6 +490,7 @@ def run_info(res) -> dict:
     "A kernel `RunResult` as a plain dict"
     d = dict(status=res.status, execution_count=res.execution_count, outputs=res.outputs)
     if res.stuck: d['stuck'] = True
+    if res.killed: d['killed'] = True
     if asked_exit(res): d['exited'] = True
     if (err := _error_of(res)): d['error'] = err
     return d
@@ -520,15 +521,15 @@ def _kernel(self:BaseManager, it:Item):
 
 @patch
 def _kernel_info(self:BaseManager, it:Item) -> dict:
-    "What runs the item's code: backend, kernel name, where it runs (pid, or a Jupyter server's kernel id), status"
+    "What runs the item's code: backend, kernel name, where it runs (its process id here; on a Jupyter server, its `kernel_id` there), status"
     k = it.kernel
     if k is None:
         name = it.state.get('kernel') or self.kernel
         return dict(backend=None, kernel=name, pid=None, status='not started', execution_count=0)
     backend = type(k).__name__.removesuffix('Kernel').lower()  # inprocess, subprocess, remote
-    where = getattr(k, 'kernel_id', None) if backend == 'remote' else os.getpid() if backend == 'inprocess' else getattr(k, 'pid', None)
-    return dict(backend=backend, kernel=getattr(k, 'kernel_name', backend), pid=where,
-                status=k.state, execution_count=k.execution_count)
+    if backend == 'remote': where = dict(pid=None, kernel_id=k.kernel_id)
+    else: where = dict(pid=os.getpid() if backend == 'inprocess' else getattr(k, 'pid', None))
+    return dict(backend=backend, kernel=getattr(k, 'kernel_name', backend), **where, status=k.state, execution_count=k.execution_count)
 
 @patch
 def _variables(self:BaseManager, name) -> list:
@@ -748,6 +749,7 @@ class Run:
         "End it now, interrupted while it waits for its turn (see `waits_turn`): the thread carrying it out finds it over, and runs nothing more"
         ans = dict(_UNSTARTED_CODE)
         if self.kind == 'cell': ans.update(id=self.cell_id, index=None, stored=False)
+        if self.kind == 'prompt': ans = dict(_UNSTARTED_PROMPT, id=self.cell_id)
         with self._mu:
             self.held_by, ran = self.kernel, bool(self.done_outputs) or self.execution_count is not None
             if self.kind == 'all': ans = dict(status='error', ran=0, skipped=0, total=0, errors=[dict(index=None, id=None, status='interrupted', execution_count=None, error=None)])
@@ -763,6 +765,7 @@ class Run:
             elif self.kind == 'all':
                 last = (answer.get('errors') or [{}])[-1].get('status')
                 self.status = _STATUS.get(last, 'error') if answer['errors'] else 'ok'
+                self.note = answer.get('note', self.note)
             else:
                 st = answer.get('status', 'ok')  # (a prompt's answer has none: it was answered, or it raised)
                 self.status = _STATUS.get(st, st)
@@ -823,11 +826,11 @@ def _growing(kernel, o:dict) -> bool:
 
 def _iso(t:float|None) -> str|None: return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat().replace('+00:00', 'Z')
 
-def _sig(outs:list) -> tuple:
-    "What changes when outputs grow: their number and the size of the last one"
-    if not outs: return (0, 0)
+def _sig(outs:list, since:int=0) -> tuple:
+    "What changes when outputs from `since` on grow: their number and the size of the last one"
+    if len(outs) <= since: return (0, 0)
     o = outs[-1]
-    return (len(outs), len(join_text(o.get('text', ''))) + sum(len(join_text(v)) if isinstance(v, (str, list)) else 1 for v in o.get('data', {}).values()))
+    return (len(outs) - since, len(join_text(o.get('text', ''))) + sum(len(join_text(v)) if isinstance(v, (str, list)) else 1 for v in o.get('data', {}).values()))
 
 class _NotStarted(Exception): "The run was interrupted while it waited for its turn"
 
@@ -843,6 +846,7 @@ def _began(kernel, cid:str|None):
     if (r := _RUN.get()) is not None: r._begin(kernel, cid)
 
 _UNSTARTED_CODE = dict(status='interrupted', execution_count=None, outputs=[], started=False)
+_UNSTARTED_PROMPT = dict(_UNSTARTED_CODE, reply='', tool_calls=[], stored=False)  # a prompt run interrupted before its turn (its `id` added)
 
 @patch
 def _not_started(self:BaseManager, name, cid:str) -> dict:
@@ -973,15 +977,17 @@ async def _aas_run(self:BaseManager, name, kind:str, coro_fn, fn, args:tuple, wa
     return await self._await_run(self._start(r, fn, *args), wait)
 
 @patch
-def get_run(self:BaseManager, run_id:str, wait:float=0, since:int=0) -> dict:
+def get_run(self:BaseManager, run_id:str, wait:float=0, since:int=0, stop=None) -> dict:
     """Run `run_id` as it stands: status, elapsed seconds, execution count, and its outputs from output `since` on;
-    with `wait`, answered as soon as it ends or shows something new, at most `wait` seconds from now"""
+    with `wait`, answered as soon as it ends or shows something new, at most `wait` seconds from now (or once `stop()` is
+    true: its caller gave up)"""
     r, wait = self._find_run(run_id), check_wait(wait)
     if isinstance(since, bool) or not isinstance(since, int) or since < 0:
         raise BadArgumentError(f"since must be an output index, 0 or more, not {since!r}")
-    end, seen = time.monotonic() + wait, _sig(r.outputs()[since:])
-    while not r.over and time.monotonic() < end and _sig(r.outputs()[since:]) == seen:
-        concurrent.futures.wait([r.future], min(0.02, max(0, end - time.monotonic())))  # (a failed run's error is its answer's, not the poll's)
+    end, seen, pause = time.monotonic() + wait, _sig(r.outputs(), since), 0.02
+    while not r.over and time.monotonic() < end and not (stop and stop()) and _sig(r.outputs(), since) == seen:
+        concurrent.futures.wait([r.future], min(pause, max(0, end - time.monotonic())))  # (a failed run's error is its answer's, not the poll's)
+        pause = min(pause * 1.25, 0.25)  # a run quiet for long is looked at less often (its end still wakes this at once)
     return r.info(since)
 
 @patch
@@ -1154,12 +1160,13 @@ def runs_cell(cell) -> bool:
 def _run_all(self:BaseManager, name, allow_errors:bool=False, timeout:float|None=None, progress=None) -> dict:
     """Run every code cell in order, as nbclient does: a cell it does not run (empty, or tagged `skip-execution`) keeps
     its outputs and count; an error in a cell tagged `raises-exception` is expected; the run stops at the first other
-    failure unless `allow_errors`, and whatever it allows when the kernel dies or the run is interrupted"""
+    failure unless `allow_errors`, and whatever it allows when the kernel dies or the run is interrupted. A cell deleted (by
+    another client) before its turn is passed over and named in `deleted`; one edited meanwhile runs its new source"""
     timeout = run_timeout(timeout)
     with self.edit(name) as it:
         plan = [(c['id'], c['cell_type'] == 'code', runs_cell(c), 'raises-exception' in _tags(c)) for c in it.doc.cells]
     total = sum(p[1] for p in plan)
-    ran, skipped, errors = 0, 0, []
+    ran, skipped, errors, deleted = 0, 0, [], []
     gate = self._gate(it.name)
     held = gate.acquire(timeout)  # the whole run holds the item: a run asked for meanwhile waits for its end, as its answer says
     try:
@@ -1170,6 +1177,10 @@ def _run_all(self:BaseManager, name, allow_errors:bool=False, timeout:float|None
             try:
                 if run: r = self._run_cell(it.name, cid, timeout, held); ran += 1
                 else: skipped += code
+            except NotFoundError:
+                if any(c['id'] == cid for c in it.doc.cells): raise
+                deleted.append(cid)
+                continue
             finally: self._cell_done(it, cid, r)
             if r is None or r['status'] == 'ok' or (raises and r['status'] == 'error'): continue
             errors.append(dict(index=r['index'], id=cid, status=r['status'], execution_count=r['execution_count'], error=r.get('error')))
@@ -1177,7 +1188,9 @@ def _run_all(self:BaseManager, name, allow_errors:bool=False, timeout:float|None
     finally:
         if held: gate.release()
     if progress: progress(total, total)
-    return dict(status='error' if errors else 'ok', ran=ran, skipped=skipped, total=total, errors=errors)
+    gone = dict(deleted=deleted, note=f"passed over {len(deleted)} cell{'s' * (len(deleted) > 1)} deleted before {'their' if len(deleted) > 1 else 'its'} "
+                f"turn (id {', '.join(deleted)})") if deleted else {}
+    return dict(status='error' if errors else 'ok', ran=ran, skipped=skipped, total=total, errors=errors, **gone)
 
 @patch
 def _cell_turn(self:BaseManager, it:Item, cid:str): "Hook: `_run_all` comes to cell `cid` (any cell, run or not)"

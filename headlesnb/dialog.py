@@ -20,7 +20,7 @@ from .utils import count_range, id_list, check_int, text_diff, utc_now, SafePatt
 from .paths import check_name
 from .document import NbDoc, new_id, parse_nb, MISSING
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .base import BaseManager, check_wait, noting, _began, _RUN
+from .base import BaseManager, check_wait, noting, _began, _stopped, _RUN, _UNSTARTED_PROMPT
 from .context import ContextBuilder, DEFAULT_SYSTEM, render_sections
 
 # %% ../nbs/13_dialog.ipynb #4ccf4cdf
@@ -530,10 +530,15 @@ def run_message(self:DialogManager, msg_id:str|None=None, timeout:float|None=Non
 
 @patch
 def _prompt_run(self:DialogManager, name:str, mid:str, wait, **prompt_kw) -> dict:
-    "Answer prompt `mid` as a run of its message (`run_message`, and `execute_prompt` with `wait`): the reply is the run's one output"
+    """Answer prompt `mid` as a run of its message (`run_message`, and `execute_prompt` with `wait`): the reply is the run's one output.
+    It waits its turn behind the dialog's runs before it (a prompt run, a code cell): a prompt sees the replies above it"""
     def answer():
-        _began(None, mid)  # running from its start
-        ans = self.execute_prompt(mid, dialog_name=name, **prompt_kw)
+        gate = self._gate(name)
+        if not gate.acquire(None, _stopped): return dict(_UNSTARTED_PROMPT, id=mid)  # (interrupted while it waited: `Run._drop` ended it)
+        try:
+            _began(None, mid)  # running from its turn
+            ans = self.execute_prompt(mid, dialog_name=name, **prompt_kw)
+        finally: gate.release()
         return dict(ans, outputs=[reply_output(ans['reply'])] if ans['reply'] else [])
     return self._as_run(name, 'prompt', answer, (), wait, mid)
 

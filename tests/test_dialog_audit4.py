@@ -126,3 +126,32 @@ def test_find_msgs_shows_matches_before_context_within_the_limit(tmp_path):
             note = t[t.rindex('\n\n['):]
             assert '3 more matching messages left out' in note and '1 context message (around the matches) left out' in note, note
     run(go)
+
+
+# ---------------------------------------------------------------- two prompt runs of one dialog
+def test_a_prompt_run_waits_for_the_one_before_and_sees_its_reply(tmp_path, monkeypatch):
+    """Two prompts of one dialog started as runs (wait=0) are answered in turn, as cells are: the second is QUEUED behind
+    the first, and the model gets the first one's reply with it (it was sent before it, as 'pending'); a queued prompt
+    run that is interrupted never reaches the model"""
+    with FakeAnthropic(replies=[slow_start(2), 'second words', slow_start(2)]) as fake:
+        monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
+        async def go():
+            async with stdio_session(tmp_path) as s:
+                await ok(s, 'use_dialog', dialog_name='d', mode='create')
+                first = re.search(r'message ([0-9a-f]{8})', await ok(s, 'add_msg', content='first question', msg_type='prompt'))[1]
+                second = re.search(r'message ([0-9a-f]{8})', await ok(s, 'add_msg', content='second question', msg_type='prompt'))[1]
+                a = await run_id_of(s, 'execute_prompt', msg_id=first, wait=0)
+                queued = await ok(s, 'execute_prompt', msg_id=second, wait=0.3)
+                assert queued.startswith(f'[QUEUED behind {a}'), queued
+                b = re.search(r': run (run-[0-9a-f]{8})', queued)[1]  # (the first id named is the run it waits for)
+                assert 'ENDED: ok' in await ended(s, a) and 'ENDED: ok' in await ended(s, b)
+                assert len(fake.requests) == 2
+                sent = json.dumps(fake.requests[1]['messages'])
+                assert 'late words' in sent and 'pending' not in sent, sent
+                third = re.search(r'message ([0-9a-f]{8})', await ok(s, 'add_msg', content='third question', msg_type='prompt'))[1]
+                c = await run_id_of(s, 'execute_prompt', msg_id=third, wait=0)
+                d = re.search(r': run (run-[0-9a-f]{8})', await ok(s, 'execute_prompt', msg_id=second, wait=0))[1]
+                await ok(s, 'interrupt', run_id=d)
+                assert 'ENDED: interrupted' in await ended(s, d) and 'ENDED: ok' in await ended(s, c)
+                assert len(fake.requests) == 3  # the interrupted one never went out
+        run(go)

@@ -129,3 +129,23 @@ def test_ctrl_c_starts_no_cell_that_waits_its_turn_and_answers_every_call(tmp_pa
     finally:
         if p.poll() is None: p.kill(); p.wait()
         p.stderr.close()
+
+
+def test_run_all_passes_over_a_cell_another_client_deleted(http_server, tmp_path):
+    "A cell deleted by another client before run_all reached it is passed over and named; the run is what the code did (ok)"
+    url = http_server()
+    async def main():
+        async with http_session(url) as a, http_session(url) as b:
+            await ok(a, 'use_notebook', notebook_name='na', mode='create')
+            for i in range(4):
+                await ok(a, 'insert_cell', cell_index=-1, cell_type='code', cell_source=f'import time\nprint("cell {i}", flush=True); time.sleep(0.6)')
+            last = json.loads((tmp_path / 'na.ipynb').read_text())['cells'][-1]['id']
+            started = await ok(a, 'run_all', wait=0.3)
+            run_id = re.search(r'get_run\(run_id="(run-\w+)"', started)[1]
+            await ok(b, 'use_notebook', notebook_name='na', mode='connect')
+            await ok(b, 'delete_cell', cell_indices=[3], notebook_name='na')
+            end = time.monotonic() + 30
+            while 'ENDED' not in (ended := await ok(a, 'get_run', run_id=run_id, wait=5)): assert time.monotonic() < end, ended
+            assert 'ENDED: ok' in ended and f'note: passed over 1 cell deleted before its turn (id {last})' in ended, ended
+        assert [c.get('outputs', [{}])[0].get('text') for c in json.loads((tmp_path / 'na.ipynb').read_text())['cells']] == [['cell 0\n'], ['cell 1\n'], ['cell 2\n']]
+    run(main)

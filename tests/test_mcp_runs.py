@@ -121,6 +121,19 @@ def test_runs_of_two_notebooks_overlap(tmp_path):
     run(go)
 
 
+def test_a_killed_kernel_says_so_first(tmp_path):
+    "A cell deaf to SIGINT on a kernel of its own: the first line says its kernel was killed and the variables lost (not 'was interrupted')"
+    async def go():
+        async with stdio_session(tmp_path, '--kernel', 'python3') as s:
+            await ok(s, 'use_notebook', notebook_name='k', mode='create')
+            r = await ok(s, 'insert_execute_code_cell', cell_index=-1, timeout=1,
+                         cell_source='import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)')
+            first = r.splitlines()[0]
+            assert first.startswith('[TIMEOUT ERROR: IPython execution exceeded 1 seconds and could not be interrupted, so its kernel was killed: '
+                                    'variables and imports are lost'), r
+    run(go)
+
+
 def test_in_process_runs_of_two_notebooks_say_they_wait_for_each_other(tmp_path):
     "In-process kernels share one process, so one cell runs at a time: a run waiting for another notebook's says QUEUED behind it, not RUNNING"
     async def go():

@@ -248,6 +248,8 @@ def test_a_notebooks_kernel_starts_in_its_folder_on_the_server(tmp_path, jupyter
         r = nm.insert_execute_code_cell(-1, 'import os; os.getcwd()')
         assert r['status'] == 'ok' and run_text_of(r) == repr(str(proj / 'sub')), r
         assert not list(proj.rglob('headlesnb-probe-*'))
+        k, = nm.list_kernels()  # (a process id would be a number of this machine: the server's kernel goes by its id there)
+        assert (k['backend'], k['pid']) == ('remote', None) and k['kernel_id'] in s.kernel_ids(), k
     finally: nm.close_all()
     nb = new_notebook(cells=[new_code_cell('import os; print(os.getcwd())')], metadata={'kernelspec': {'name': 'python3', 'language': 'python', 'display_name': 'Python 3'}})
     nbformat.write(nb, proj / 'sub' / 'cwd.ipynb')

@@ -461,9 +461,9 @@ async def list_kernels(self:NotebookTools) -> CallToolResult:
     def fmt(d):
         kernels, specs = d
         spec = {s['name']: s for s in specs}
-        rows = [dict(ID=k['pid'] if k['backend'] == 'remote' else None, Name=k['kernel'], Display_Name=spec.get(k['kernel'], {}).get('display_name'),
+        rows = [dict(ID=k.get('kernel_id'), Name=k['kernel'], Display_Name=spec.get(k['kernel'], {}).get('display_name'),
                      Language=spec.get(k['kernel'], {}).get('language'), State=k['status'], Notebook=k['notebook'], Backend=k['backend'],
-                     PID=None if k['backend'] == 'remote' else k['pid'], Execution_Count=k['execution_count']) for k in kernels]
+                     PID=k['pid'], Execution_Count=k['execution_count']) for k in kernels]
         text = tsv(rows, cols) + "\n\nInstalled kernels (use_notebook(kernel=NAME)):\n" + tsv(specs, spec_cols)
         return answer(text, columns=cols, items=[{c: r.get(c) for c in cols} for r in rows], count=len(rows), kernelspecs=specs)
     return await self._do(call, fmt)
@@ -769,7 +769,8 @@ def run_state_line(d:dict) -> str:
     rid = d['run_id']
     if d['done']: return f"[RUN {rid} ENDED: {d['status']}{' (its timeout)' if d.get('reason') == 'timeout' else ''} after {d['elapsed']:.1f}s]"
     ahead = d.get('queued_behind') or []  # (none: it is about to start, its turn taken)
-    state = ('RUNNING' if d['status'] != 'queued' else f"QUEUED behind {', '.join(ahead)}" if ahead else 'STARTING')
+    named = ', '.join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else '')  # (every one of them: in `queued_behind`)
+    state = ('RUNNING' if d['status'] != 'queued' else f"QUEUED behind {named}" if ahead else 'STARTING')
     return (f"[{state}: run {rid}, {d['elapsed']:.1f}s so far; it goes on: get_run(run_id=\"{rid}\", since={d['next']}) for what is new, "
             f"interrupt(run_id=\"{rid}\") to stop it]")
 
@@ -841,6 +842,9 @@ def stop_line(r:dict, timeout:float) -> str:
     if r['status'] == 'timeout' and r.get('stuck'):
         return (f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and could not be interrupted (blocked in C code?): "
                 "restart_notebook (or restart the dialog's kernel) to go on]")
+    lost = 'could not be interrupted, so its kernel was killed: variables and imports are lost, the next run starts a new kernel]'
+    if r['status'] == 'timeout' and r.get('killed'): return f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and {lost}"
+    if r.get('killed'): return f"[INTERRUPTED: the run {lost}"
     if r['status'] == 'timeout': return f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and was interrupted]"
     if r['status'] == 'dead': return "[KERNEL DIED: the kernel stopped while running this code; the next run starts a new one]"
     return "[INTERRUPTED: the run was stopped before it ended]"
@@ -941,6 +945,7 @@ async def run_all(self:NotebookTools, notebook_name:_NbName=None,
     def fmt(r): return self._fmt_or_going(r, 'run_all', ended)
     def ended(d):
         line = f"run_all: {d['status']}; ran {d['ran']} of {_plural(d['total'], 'code cell')}" + (f", skipped {d['skipped']}" if d['skipped'] else '')
+        if d.get('note'): line += f"; {d['note']}"
         for e in d['errors']:
             err = e.get('error') or {}
             line += f"\ncell {e['index']} (id {e['id']}): {e['status']}" + (f": {err.get('ename')}: {one_line(err.get('evalue') or '', 300)}" if err else '')
@@ -1009,14 +1014,17 @@ async def get_run(self:RunTools, run_id:_RunId,
         wait:Annotated[float, Field(description="Seconds to wait for news", ge=0, strict=True)]=0,
         since:Annotated[int, Field(description="First output wanted (the last answer's next)", ge=0, strict=True)]=0) -> CallToolResult:
     "A run's status, time so far and outputs from `since` on; `wait`: answers at new output or the end."
-    def poll(): return self._owner(run_id).get_run(run_id, wait, since)
+    gone = threading.Event()  # the call was cancelled (its client gave up): the poll's thread stops waiting too
+    def poll(): return self._owner(run_id).get_run(run_id, wait, since, stop=gone.is_set)
     def fmt(d):
         notebook = isinstance(self._owner(run_id), NotebookManager)
         return self._fmt_going(d, run_what(d, notebook), notebook)
     if not wait:  # nothing to wait for: answered here, without a thread hop (it only reads)
         try: return fmt(poll())
         except Exception as e: return failed(e, self.opts.text_limit)
-    async def start(st): return await anyio.to_thread.run_sync(poll, abandon_on_cancel=True)
+    async def start(st):
+        try: return await anyio.to_thread.run_sync(poll, abandon_on_cancel=True)
+        finally: gone.set()
     return await self._run(None, start, fmt, 'get_run', 0, 0)
 
 @patch

@@ -422,7 +422,7 @@ def _result(self, client, cell, task, reason, outcome, why, timeout, started) ->
     n = cell.get('execution_count')
     self._count = 0 if outcome else n if n is not None else self._count
     md = cell.get('metadata', {}).get('execution', {})
-    return RunResult(outs, n, status, md.get('iopub.execute_input', started), md.get('shell.execute_reply') or utc_now(),
+    return RunResult(outs, n, status, md.get('iopub.execute_input', started), md.get('shell.execute_reply') or utc_now(), killed=outcome == 'killed',
                             display_updates=list(client.updates))
 
 # %% ../../nbs/06b_kernels.jupyter.ipynb #07a94568

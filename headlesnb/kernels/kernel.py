@@ -22,6 +22,7 @@ class RunResult:
     started: str                 # ISO-8601 UTC, as Jupyter's `iopub.execute_input`
     ended: str                   # ISO-8601 UTC, as Jupyter's `shell.execute_reply`
     stuck: bool = False          # the code could not be stopped (blocked in C): `restart()` recovers
+    killed: bool = False         # the code could not be stopped, so its kernel was killed: variables and imports are lost
     payload: list = field(default_factory=list)          # as in Jupyter's execute_reply: pager text, `ask_exit`, ...
     display_updates: list = field(default_factory=list)  # updates to displays shown by earlier runs (kernels that cannot
                                                          # update those outputs in place): [{'execution_count', 'output_index', 'data', 'metadata'}]
