@@ -115,6 +115,41 @@ def test_s3_output_dir_with_several_notebooks(s3, tmp_path):
     assert [json.loads(l)['output'] for l in r.stdout.splitlines()] == ['s3://nbs/t3/out/n0.ipynb', 's3://nbs/t3/out/n1.ipynb']
     assert re.search(r'^notebook +status', r.stderr, re.M)  # (the table goes to stderr when stdout carries the summary)
 
+def test_s3_summary_of_a_jobs_batch(s3, tmp_path):
+    "A --jobs batch whose --summary goes to the store (checked by the parent before its children fork): it ends, and the summary is there"
+    fs = s3fs_for(s3)
+    for i in range(2): fs.pipe_file(f'nbs/t9/in/n{i}.ipynb', mk_nb(tmp_path / f'n{i}.ipynb', f'print({i})').read_bytes())
+    r = hb('s3://nbs/t9/in/n0.ipynb', 's3://nbs/t9/in/n1.ipynb', '--output-dir', 's3://nbs/t9/out/', '--jobs', '2',
+           '--summary', 's3://nbs/t9/summary.jsonl', env=s3, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(l)['status'] for l in fs.cat_file('nbs/t9/summary.jsonl').decode().splitlines()] == ['ok', 'ok']
+
+def test_a_run_that_used_obstore_exits_with_its_own_status(s3, tmp_path):
+    "obstore's runtime aborted the interpreter's end (exit 134) in one run of three to ten: every run exits with its status"
+    fs = s3fs_for(s3)
+    for n in ('a', 'b'): fs.pipe_file(f'nbs/t10/{n}.ipynb', mk_nb(tmp_path / f'{n}.ipynb', 'print(1)').read_bytes())
+    fs.pipe_file('nbs/t10/p.yaml', b'n: 1\n')
+    codes = [hb('s3://nbs/t10/a.ipynb', 's3://nbs/t10/b.ipynb', '--output-dir', 's3://nbs/t10/out/', '--summary', 's3://nbs/t10/s.jsonl',
+                '-f', 's3://nbs/t10/p.yaml', '--stderr-file', tmp_path / 'e.txt', env=s3).returncode for _ in range(8)]  # (a usage error, after the checks)
+    assert codes == [2] * 8, codes
+
+def test_s3_keys_with_hash_and_question_mark_keep_their_names(s3, tmp_path):
+    "An object's key may hold # and ?: --output-dir names each output after the whole key (an http URL's query is left out)"
+    fs = s3fs_for(s3)
+    for i in (1, 2): fs.pipe_file(f'nbs/h/r #{i}?.ipynb', mk_nb(tmp_path / f'r{i}.ipynb', f'print({i})').read_bytes())
+    r = hb('s3://nbs/h/r #1?.ipynb', 's3://nbs/h/r #2?.ipynb', '--output-dir', 's3://nbs/h/out/', '--jobs', '2', env=s3)
+    assert r.returncode == 0, r.stderr
+    assert sorted(fs.ls('nbs/h/out/')) == ['nbs/h/out/r #1?.ipynb', 'nbs/h/out/r #2?.ipynb']
+
+def test_an_output_dir_that_is_the_inputs_folder_is_refused(tmp_path):
+    "Its output would overwrite the input (--inplace says so on purpose): refused before anything runs, the input as it was"
+    src = mk_nb(tmp_path / 'src.ipynb', 'print(1)')
+    before = src.read_bytes()
+    for extra in ([], ['--jobs', '1']):
+        r = hb(src, '--output-dir', tmp_path, *extra)
+        assert r.returncode == 2 and 'is its own folder, so its output would overwrite it' in r.stderr, r.stderr
+    assert src.read_bytes() == before
+
 def test_s3_wrong_credentials_say_which_store_refused_and_write_nothing(s3, tmp_path):
     fs = s3fs_for(s3)
     fs.pipe_file('nbs/t4/in.ipynb', mk_nb(tmp_path / 'in.ipynb', 'print(1)').read_bytes())
@@ -217,6 +252,12 @@ def test_http_input_from_a_local_http_server(tmp_path):
         assert r.returncode == 2 and f'http://127.0.0.1:{port}/none.ipynb: no such notebook' in r.stderr, r.stderr
         r = hb(tmp_path / 'out.ipynb', f'http://127.0.0.1:{port}/written.ipynb')
         assert r.returncode == 2 and 'read-only' in r.stderr and not (site / 'written.ipynb').exists(), r.stderr
+        secret = f'http://alice:S3cretPW@127.0.0.1:{port}/in.ipynb?X-Amz-Signature=SIGSECRET'  # (the server ignores both)
+        r = hb(secret, '--help-notebook')
+        assert r.returncode == 0 and 'n: Unknown type (default 1)' in r.stdout, r.stdout + r.stderr
+        assert 'S3cretPW' not in r.stdout + r.stderr and 'SIGSECRET' not in r.stdout + r.stderr, r.stdout
+        r = hb(tmp_path / 'out.ipynb', tmp_path / 'o2.ipynb', '--cwd', secret)
+        assert r.returncode == 2 and 'no such folder' in r.stderr and 'S3cretPW' not in r.stderr and 'SIGSECRET' not in r.stderr, r.stderr
     finally: stop(srv)
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -369,6 +410,10 @@ def test_cluster_reads_relative_paths_from_the_callers_folder_and_says_whose_mac
     r = hb('a.ipynb', tmp_path / 'none.ipynb', '--output-dir', 'out', '--cluster', address, cwd=caller)  # (the worker's folder is not `caller`)
     assert r.returncode == 1 and texts(nbformat.read(caller / 'out' / 'a.ipynb', as_version=4).cells[0]) == '42\n', r.stderr
     assert f"{tmp_path / 'none.ipynb'}: no such notebook on the Dask worker tcp://127.0.0.1:" in r.stderr and '] a.ipynb: ok' in r.stderr, r.stderr
+    (caller / 'p.yaml').write_text('n: 77\n'); (caller / 'sub').mkdir()  # -f and --cwd too: from the caller's folder
+    mk_nb(caller / 'b.ipynb', ('n = 1', ['parameters']), 'import os; print(n, os.getcwd())')
+    r = hb('b.ipynb', '--output-dir', 'out', '--cluster', address, '-f', 'p.yaml', '--cwd', 'sub', cwd=caller)
+    assert r.returncode == 0 and texts(nbformat.read(caller / 'out' / 'b.ipynb', as_version=4).cells[2]) == f"77 {caller / 'sub'}\n", r.stderr
 
 def test_ctrl_c_of_a_cluster_batch_stops_its_running_notebooks_where_they_run(dask_cluster, tmp_path):
     "The scheduler and its worker are other processes: the Ctrl-C reaches only the batch, which has the run on the worker stop"
@@ -394,6 +439,19 @@ def test_ctrl_c_of_a_cluster_batch_stops_its_running_notebooks_where_they_run(da
     size = tick.stat().st_size
     time.sleep(2)
     assert tick.stat().st_size == size  # no run left going on the worker
+
+def test_cluster_without_a_start_limit_and_on_other_transports(dask_cluster, tmp_path):
+    "--start-timeout -1 (no limit, as in papermill) works with --cluster; tls:// and ws:// (which Dask cannot reach as given) are one line, exit 2"
+    address, worker = dask_cluster
+    worker(); _wait_workers(address, 1)
+    mk_nb(tmp_path / 'a.ipynb', 'print(6 * 7)')
+    r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out', '--cluster', address, '--start-timeout', '-1')
+    assert r.returncode == 0 and texts(nbformat.read(tmp_path / 'out' / 'a.ipynb', as_version=4).cells[0]) == '42\n', r.stderr
+    for other in (address.replace('tcp://', 'tls://'), address.replace('tcp://', 'ws://')):
+        r = hb(tmp_path / 'a.ipynb', '--output-dir', tmp_path / 'out2', '--cluster', other, '--start-timeout', '3')
+        assert r.returncode == 2 and r.stderr.startswith(f'headlesnb: --cluster {other}: ') and r.stderr.count('\n') == 1, r.stderr
+        assert not (tmp_path / 'out2').exists()
+
 
 def test_cluster_unreachable_is_an_error_within_the_start_timeout(tmp_path):
     pytest.importorskip('distributed')
@@ -434,6 +492,7 @@ def test_cluster_local_on_warm_kernels_reports_as_jobs_does(tmp_path):
     s = [json.loads(l) for l in r.stdout.splitlines()]
     assert [(x['status'], x['exit_code']) for x in s] == [('ok', 0), ('failed', 1), ('ok', 0)]
     assert s[1]['failure']['ename'] == 'KeyError' and 'n1.ipynb: failed, 3/3 cells' in r.stderr
+    assert 'distributed' not in r.stderr and 'CancelledError' not in r.stderr and '8787' not in r.stderr, r.stderr  # (Dask's own noise: none)
     outs = [texts(nbformat.read(tmp_path / 'out' / f'n{i}.ipynb', as_version=4).cells[2]).split(None, 1) for i in (0, 2)]
     assert outs[0][0] != outs[1][0]  # a fresh kernel per notebook, though one worker ran them all
     assert [o[1].strip() for o in outs] == ['4 []', '4 []']

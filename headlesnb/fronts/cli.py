@@ -39,8 +39,8 @@ def _dispatch(argv:list) -> int:
         from headlesnb.agents.hooks import hook_main
         return hook_main(argv[1])
     if argv and argv[0] == 'run':
-        from headlesnb.fronts.run import run_main
-        return run_main(argv[1:])
+        from headlesnb.fronts.run import run_main, exit_past_stores
+        return exit_past_stores(run_main(argv[1:]))
     if argv and argv[0] == 'proxy':
         from headlesnb.fronts.proxy import proxy_main
         return proxy_main(argv[1:])

@@ -14,7 +14,7 @@ import headlesnb
 from ..errors import HeadlesnbError, BadArgumentError
 from ..utils import die_with_parent, redact
 from .options import add_remote_args, positive_seconds
-from .run_io import is_url, local_path, text_sink, check_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name
+from .run_io import is_url, local_path, text_sink, check_sink, make_folder, start_store_helper, stop_store_helper, join as join_path, basename as base_name, exit_past_stores
 
 log = logging.getLogger('headlesnb.fronts.run')  # (the run's logger, run_exec's, by its name)
 
@@ -175,7 +175,8 @@ def _plan(a, inputs:list) -> list:
     "One `_Job` per input, with its output path; clashing output names are refused before anything runs"
     from headlesnb.fronts.run_batch import _Job
     if '-' in inputs: raise BadArgumentError("- (standard input) can only be used with one notebook")
-    if a.stdout_file or a.stderr_file: raise BadArgumentError("--stdout-file/--stderr-file take one notebook: with several, use --log-output")
+    if a.stdout_file or a.stderr_file: raise BadArgumentError("--stdout-file/--stderr-file take one notebook run as INPUT OUTPUT: with several, or with --output-dir, --jobs "
+                                                        "or --cluster, use --log-output")
     if a.help_notebook: raise BadArgumentError("--help-notebook takes one notebook")
     jobs, outs = [], {}
     for inp in inputs:
@@ -183,6 +184,9 @@ def _plan(a, inputs:list) -> list:
         if out:
             key = out if is_url(out) else str(Path(local_path(out)).resolve())
             if key in outs: raise BadArgumentError(f"{redact(inp)} and {redact(outs[key])} would both be written to {redact(out)}: rename one, or run them separately")
+            if key == (inp if is_url(inp) else str(Path(local_path(inp)).resolve())):
+                raise BadArgumentError(f"{redact(inp)}: --output-dir {redact(a.output_dir)} is its own folder, so its output would overwrite it: give "
+                                       "another folder (--inplace writes the outputs into the input notebook, if that is what you want)")
             outs[key] = inp
         jobs.append(_Job(inp, out))
     return jobs
@@ -452,4 +456,4 @@ def run_main(argv=None) -> int:
 
 # %% ../../nbs/26c_fronts.run.ipynb #d1ef52b6
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
-if __name__ == '__main__' and not in_notebook(): sys.exit(run_main())
+if __name__ == '__main__' and not in_notebook(): sys.exit(exit_past_stores(run_main()))

@@ -30,7 +30,7 @@ def _show_failure(f:dict, what:str='failed', say=_stderr):
 
 def _help_notebook(inp:str) -> int:
     nb = load_notebook(inp)
-    print(f"Parameters inferred for notebook '{inp}':")
+    print(f"Parameters inferred for notebook '{redact(inp)}':")  # (a URL's user:password@ and query are secrets)
     if first_tagged(nb, 'parameters') < 0: print("\n  No cell tagged 'parameters'"); return 1
     params = infer_parameters(nb)
     if not params: print("\n  Can't infer anything about this notebook's parameters. It may not have any parameter defined.")
@@ -374,8 +374,11 @@ class _LocalWorkers:
         try:
             for p in self.procs: p.start()
             from distributed import LocalCluster
+            # (its HTTP server, which `dashboard_address=None` leaves on 8787 or says it cannot, on a free port of 127.0.0.1)
             self.cluster = LocalCluster(n_workers=0, processes=False, protocol='tcp://', scheduler_port=0, host='127.0.0.1', dashboard_address=None,
-                                        silence_logs=logging.ERROR)
+                                        scheduler_kwargs={'dashboard_address': '127.0.0.1:0'}, silence_logs=logging.ERROR)
+            # a task's wait for the batch's stop event (`_interrupt_when`), cut short as its worker leaves, is no error of the batch
+            logging.getLogger('distributed.event').setLevel(logging.CRITICAL)
             Path(where + '.new').write_text(json.dumps({'address': self.cluster.scheduler_address}))
             os.replace(where + '.new', where)  # (whole, at once: a worker reads it as soon as it is there)
         except BaseException: self.close(); raise
@@ -430,8 +433,8 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|N
         local = _LocalWorkers(n, start_timeout, warm)  # (its workers start before Dask is imported here, 0.3-1 s of CPU)
         try:
             from distributed import Client
-            client = Client(local.cluster, timeout=start_timeout)
-            client.wait_for_workers(n, timeout=start_timeout)
+            client = Client(local.cluster, timeout=start_seconds(start_timeout))  # (Dask takes no None: -1, no limit, is a long time)
+            client.wait_for_workers(n, timeout=start_seconds(start_timeout))
         except BaseException as e:
             local.close()
             if isinstance(e, (OSError, TimeoutError)): raise BadArgumentError(f"--cluster {address}: the workers did not start{_within(start_timeout)}") from None
@@ -445,6 +448,9 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|N
     except (OSError, TimeoutError) as e:
         raise BadArgumentError(f"--cluster {redact(address)}: no Dask scheduler answered{_within(start_timeout)} ({scrub(' '.join(str(e).split()), address)}); "
                                "check the address and port, and that the scheduler is up") from None
+    except Exception as e:  # (tls:// without the security settings it needs, ws:// to a web server, a transport not installed)
+        raise BadArgumentError(f"--cluster {redact(address)}: Dask could not connect there ({type(e).__name__}: {scrub(' '.join(str(e).split()), address)}); "
+                               "headlesnb run reaches a scheduler at tcp://HOST:PORT, without TLS settings") from None
 
 def _client(address:str, timeout:float|None):
     """A Dask client of the scheduler at `address`, made within `timeout` seconds, else TimeoutError. Dask's own timeout bounds
@@ -453,7 +459,7 @@ def _client(address:str, timeout:float|None):
     from distributed import Client
     got = {}
     def make():
-        try: got['client'] = Client(address, timeout=timeout)
+        try: got['client'] = Client(address, timeout=start_seconds(timeout))
         except BaseException as e: got['error'] = e
     t = threading.Thread(target=make, daemon=True, name='headlesnb-dask-connect')
     t.start(); t.join(None if timeout is None else timeout + 2)  # (2 s for Dask to report its own timeout first)
@@ -486,7 +492,8 @@ def run_cluster(a, jobs:list, report) -> bool:
         if a.output_dir: make_folder(a.output_dir)  # (in here: a folder refused still stops the workers started for it)
         w = max(1, len(client.scheduler_info().get('workers') or ()))
         stop = f'headlesnb-stop-{batch}'
-        futs = {client.submit(cluster_task, a, _absolute(j.inp), _absolute(j.out), ['headlesnb-run', batch, str(i)], (len(jobs) - 1 - i) // w,  # (a worker's share of the rest, rounded down)
+        theirs = SimpleNamespace(**{**vars(a), 'parameters_file': [_absolute(f) for f in a.parameters_file], 'cwd': _absolute(a.cwd)})  # (read there, as the notebooks)
+        futs = {client.submit(cluster_task, theirs, _absolute(j.inp), _absolute(j.out), ['headlesnb-run', batch, str(i)], (len(jobs) - 1 - i) // w,  # (a worker's share of the rest, rounded down)
                               stop, key=f'headlesnb-run-{batch}-{i}', pure=False): j for i, j in enumerate(jobs)}
         def collect(fs, timeout=None):
             for f in as_completed(fs, timeout=timeout):

@@ -935,7 +935,7 @@ def _execute(input_path, output_path, parameters=None, prepare_only=False, kerne
         cwd = Path(local).expanduser().resolve().parent if local is not None else (tmp := tempfile.mkdtemp(prefix='headlesnb-cwd-'))
     elif cwd is None: cwd = Path.cwd()
     else: log.info(f"Working directory: {cwd}")
-    if not Path(cwd).expanduser().is_dir(): raise BadArgumentError(f"--cwd {cwd}: {'not a folder' if Path(cwd).expanduser().exists() else 'no such folder'}")
+    if not Path(cwd).expanduser().is_dir(): raise BadArgumentError(f"--cwd {redact(str(cwd))}: {'not a folder' if Path(cwd).expanduser().exists() else 'no such folder'}")
     execution_timeout, start_timeout = (None if t == -1 else t for t in (timeout if execution_timeout is None else execution_timeout, start_timeout))  # (nbclient's and papermill's -1: no limit)
     for n, t in (('execution_timeout', execution_timeout), ('start_timeout', start_timeout), ('autosave_cell_every', autosave_cell_every)):
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or (t == 0 and n != 'autosave_cell_every')):
