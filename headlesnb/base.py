@@ -613,7 +613,8 @@ def _end_run(self:BaseManager, it:Item, cid:str, res) -> dict:
             try:
                 store_run(it.doc, cid, res, **self._run_meta(res))
                 ans = self._run_answer(it, cid, res)
-            except NotFoundError: ans = dict(id=cid, **run_info(res), index=None, stored=False)  # deleted while it ran
+            except NotFoundError:  # deleted while it ran
+                ans = dict(id=cid, **run_info(res), index=None, stored=False, note='the cell was deleted while it ran, so its outputs were not stored')
             if (r := _RUN.get()) is not None: r._cell_ended(res)  # under the lock: the live writer never writes over it
     except ConflictError as e: ans['note'] = f'its outputs are in the notebook, not in its file: {e}'  # (`durable`: the write)
     else:

@@ -915,6 +915,10 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
                         'interrupted': True if halted else None}
                 new = msg2cell(apply_fields(cell2msg(cell), dict(output=reply, mergemeta=meta, time_run=utc_now())))
                 it.doc.set_fields(mid, {k: new[k] for k in ('outputs', 'metadata')})
+        elif halted:  # before a word came: a reply from before is kept as it was; a prompt without one is marked, not left looking never run
+            with suppress(NotFoundError), self.edit(it.name, strict=False) as now:
+                if now is it and not (m := cell2msg(it.doc.cell(mid))).output:
+                    it.doc.set_fields(mid, {'metadata': msg2cell(apply_fields(m, dict(mergemeta={'interrupted': True}, time_run=utc_now())))['metadata']})
         if failed: raise failed
         return ans
     finally:  # (once the reply is stored: a reader sees the reply so far, then the stored one, never neither)

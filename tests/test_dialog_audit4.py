@@ -155,3 +155,21 @@ def test_a_prompt_run_waits_for_the_one_before_and_sees_its_reply(tmp_path, monk
                 assert 'ENDED: interrupted' in await ended(s, d) and 'ENDED: ok' in await ended(s, c)
                 assert len(fake.requests) == 3  # the interrupted one never went out
         run(go)
+
+
+def test_a_prompt_interrupted_before_any_word_is_marked(tmp_path, monkeypatch):
+    "A prompt never answered before, stopped before the model said anything: marked interrupted in its file, not left looking never run"
+    with FakeAnthropic(replies=[slow_start(4)]) as fake:
+        monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
+        async def go():
+            async with stdio_session(tmp_path) as s:
+                await ok(s, 'use_dialog', dialog_name='d', mode='create')
+                await ok(s, 'add_msg', content='a question', msg_type='prompt')
+                rid = await run_id_of(s, 'execute_prompt', wait=0)
+                with anyio.fail_after(30):
+                    while not fake.requests: await anyio.sleep(0.05)
+                await ok(s, 'interrupt', run_id=rid)
+                assert 'ENDED: interrupted' in await ended(s, rid)
+                cell = prompt_cell(tmp_path / 'd.ipynb')
+                assert cell['metadata'].get('interrupted') is True and stored_reply(cell) == '', cell
+        run(go)

@@ -149,3 +149,24 @@ def test_run_all_passes_over_a_cell_another_client_deleted(http_server, tmp_path
             assert 'ENDED: ok' in ended and f'note: passed over 1 cell deleted before its turn (id {last})' in ended, ended
         assert [c.get('outputs', [{}])[0].get('text') for c in json.loads((tmp_path / 'na.ipynb').read_text())['cells']] == [['cell 0\n'], ['cell 1\n'], ['cell 2\n']]
     run(main)
+
+
+def test_a_run_whose_cell_another_client_deleted_says_so_and_how_to_read_it(http_server, tmp_path):
+    "Its end notes the outputs were not stored, and a cut names the run (which keeps them), not the cell that is gone"
+    url = http_server()
+    async def main():
+        async with http_session(url) as a, http_session(url) as b:
+            await ok(a, 'use_notebook', notebook_name='nd', mode='create')
+            started = await ok(a, 'insert_execute_code_cell', cell_index=-1, wait=0.3,
+                               cell_source='print("x" * 60000, flush=True)\nimport time; time.sleep(1.5)')
+            run_id = re.search(r'get_run\(run_id="(run-\w+)"', started)[1]
+            await ok(b, 'use_notebook', notebook_name='nd', mode='connect')
+            await ok(b, 'delete_cell', cell_indices=[0], notebook_name='nd')
+            end = time.monotonic() + 30
+            while 'ENDED' not in (ended := await ok(a, 'get_run', run_id=run_id, wait=5)): assert time.monotonic() < end, ended
+            last = await ok(a, 'get_run', run_id=run_id)  # (from output 0: the whole print, cut)
+            assert 'note: the cell was deleted while it ran, so its outputs were not stored' in last, last
+            assert f"read_output(run_id='{run_id}'" in last and 'read_output(cell_id=' not in last, last
+            page = await ok(a, 'read_output', run_id=run_id, output_index=0, offset=10000)
+            assert page.startswith(f'output 0 of run {run_id}: characters 10,000-') and 'x' * 100 in page, page[:200]
+    run(main)

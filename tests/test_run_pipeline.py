@@ -141,6 +141,15 @@ def test_s3_keys_with_hash_and_question_mark_keep_their_names(s3, tmp_path):
     assert r.returncode == 0, r.stderr
     assert sorted(fs.ls('nbs/h/out/')) == ['nbs/h/out/r #1?.ipynb', 'nbs/h/out/r #2?.ipynb']
 
+def test_a_crash_in_a_batch_says_so(tmp_path):
+    "An in-process notebook that crashes in C (SIGSEGV) ends its own process: in a batch it is dead (138 in its summary), saying why"
+    mk_nb(tmp_path / 'segv.ipynb', 'print("before")', 'import ctypes; ctypes.string_at(0)')
+    mk_nb(tmp_path / 'ok.ipynb', 'print(1)')
+    r = hb(tmp_path / 'segv.ipynb', tmp_path / 'ok.ipynb', '--output-dir', tmp_path / 'out', '--jobs', '2', '--summary', '-')
+    s = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [(x['status'], x['exit_code']) for x in s] == [('dead', 138), ('ok', 0)], r.stdout + r.stderr
+    assert 'signal SIGSEGV: a crash in C code' in s[0]['message'] and 'with -k python3' in s[0]['message'], s[0]
+
 def test_an_output_dir_that_is_the_inputs_folder_is_refused(tmp_path):
     "Its output would overwrite the input (--inplace says so on purpose): refused before anything runs, the input as it was"
     src = mk_nb(tmp_path / 'src.ipynb', 'print(1)')

@@ -778,7 +778,7 @@ def run_state_line(d:dict) -> str:
 def _fmt_going(self:ToolGroup, d:dict, what:str, notebook:bool=True) -> CallToolResult:
     """A run that goes on, or a poll of one: how it stands, then its outputs from `since` on (budgeted for the model). A cut
     names how to read the rest: by the notebook's cell (`notebook`: a notebook's run), else by the run's id (a dialog is no notebook)"""
-    by_cell = notebook and d.get('kind') == 'cell' and d.get('cell_id')
+    by_cell = notebook and d.get('kind') == 'cell' and d.get('cell_id') and self._has_cell(d)  # (else by the run: it keeps them)
     blocks = format_outputs(d['outputs'], self.opts, merge=False, start=d['since'],
                             where=OutputsOf(d['name'], d['cell_id']) if by_cell else OutputsOf(run_id=d['run_id']))
     span = f"outputs {d['since']}-{d['since'] + len(d['outputs']) - 1} of {d['total_outputs']}" if d['outputs'] else f"no new output (of {d['total_outputs']})"
@@ -789,6 +789,13 @@ def _fmt_going(self:ToolGroup, d:dict, what:str, notebook:bool=True) -> CallTool
     keys = ('run_id', 'status', 'elapsed', 'execution_count', 'since', 'next', 'total_outputs', 'done', 'queued_behind', 'name', 'kind', 'reason', 'note')
     return answer(TextContent(type='text', text=head), *blocks, cell_id=d.get('cell_id'), result=items, outputs=items, count=len(items),
                   images=sum(isinstance(i, dict) for i in items), **{k: d[k] for k in keys if k in d})
+
+@patch
+def _has_cell(self:ToolGroup, d:dict) -> bool:
+    "Is the cell of run `d` still in its notebook (open)?"
+    mgrs = self.mgr if isinstance(self.mgr, (list, tuple)) else [self.mgr]  # (the run tools serve every manager)
+    try: run_owner(mgrs, d['run_id']).item(d['name']).doc.index(d['cell_id']); return True
+    except NotFoundError: return False
 
 @patch
 def _fmt_or_going(self:ToolGroup, r:dict, what:str, ended, notebook:bool=True) -> CallToolResult:
@@ -834,7 +841,6 @@ def run_header(what:str, r:dict, timeout:float, said:bool=False) -> str:
     if r.get('stuck') and not said: h += "; the code could not be stopped (blocked in C code?): restart_notebook (or restart the dialog's kernel) to go on"
     if r.get('started') is False: h += "; it was interrupted before its turn came, so nothing ran"
     if r.get('note'): h += f"; {r['note']}"
-    if r.get('stored') is False and r.get('started') is not False: h += "; the cell was deleted while it ran, so its outputs were not stored"
     return h
 
 def stop_line(r:dict, timeout:float) -> str:

@@ -124,15 +124,26 @@ def _child_argv(a, inp:str, out:str|None, status_file:str) -> list:
     for t in a.skip_tag: argv += ['--skip-tag', t]
     return argv + ['--', inp] + ([out] if out else [])  # (after `--`: a path may start with -); the token goes by the environment: a command line is visible to every user of the machine
 
+_CRASHES = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE}
+
+def _ended_by(rc:int) -> str:
+    "How a notebook's process ended, when it said nothing itself"
+    if rc >= 0: return f'exit status {rc}'
+    try: name = signal.Signals(-rc).name
+    except ValueError: name = str(-rc)  # (a signal Python has no name for)
+    why = f'its process was ended by signal {name}'
+    return why + (': a crash in C code, which ends an in-process kernel\'s process with it (with -k python3, such a cell ends only its kernel)'
+                  if -rc in _CRASHES else '')
+
 def _finish_job(j:_Job, rc:int, status_file:Path, log_file:Path, t0:float):
     j.seconds = time.monotonic() - t0
     try: st = json.loads(status_file.read_text())
     except (OSError, ValueError): st = {}
-    j.status = st.get('status') or {0: 'ok', 1: 'failed', 124: 'timeout', 130: 'interrupted', 138: 'dead'}.get(rc, 'error')
-    j.summary = st.get('summary') or run_summary(None, j.inp, j.out, j.status, f'exit status {rc}')
+    j.status = st.get('status') or {0: 'ok', 1: 'failed', 124: 'timeout', 130: 'interrupted', 138: 'dead'}.get(rc, 'dead' if rc < 0 else 'error')
+    j.summary = st.get('summary') or run_summary(None, j.inp, j.out, j.status, _ended_by(rc))
     if st.get('total') is not None: j.cells = f"{st.get('ran', 0)}/{st['total']}"
     j.log = log_file.read_text(errors='replace') if log_file.exists() else ''
-    j.message = st.get('message') or next((l[len('headlesnb: '):] for l in j.log.splitlines() if l.startswith('headlesnb: ')), '')
+    j.message = st.get('message') or next((l[len('headlesnb: '):] for l in j.log.splitlines() if l.startswith('headlesnb: ')), '') or (_ended_by(rc) if rc < 0 else '')
 
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #921d5617
