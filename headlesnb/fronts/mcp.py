@@ -194,6 +194,7 @@ class HeadlesnbMCPServer(MCPServer):
         self.kinds = {}   # tool -> the `kind` of its structuredContent (jupyter-mcp-server 2.2's name for what an answer is)
         self.groups = {}  # tool group -> the names of its tools
         self._clients, self._lock = weakref.WeakKeyDictionary(), threading.Lock()  # an HTTP session's connection -> its `Client`
+        self._by_id = weakref.WeakValueDictionary()  # its session id -> that `Client` (`session_ended`)
         self._stateless = history.Client('HTTP requests without a session')
         self.calls = 0    # tool calls under way
         self.ending = lambda: None  # what ends the runs at Ctrl-C (`build_server`: its engine's prompts, and runs if it closes the engine)
@@ -236,9 +237,13 @@ class HeadlesnbMCPServer(MCPServer):
         if getattr(conn, 'session_id', None) is None: return None if ctx.request is None else self._stateless
         with self._lock:
             if (c := self._clients.get(conn)) is None:
-                c = self._clients[conn] = history.Client(f'MCP session {conn.session_id[:8]}')
-                weakref.finalize(conn, setattr, c, 'gone', True)  # the session ended: its steps are anyone's to undo
+                c = self._clients[conn] = self._by_id[conn.session_id] = history.Client(f'MCP session {conn.session_id[:8]}')
+                weakref.finalize(conn, setattr, c, 'gone', True)  # the session ended (a client that never said so): its steps are anyone's to undo
             return c
+
+    def session_ended(self, session_id:str):
+        "The client ended its HTTP session (DELETE): its steps are anyone's to undo from now, not once its connection is collected"
+        if (c := self._by_id.get(session_id)) is not None: c.gone = True
 
     async def call_tool(self, name, arguments, context=None):
         self.calls += 1
@@ -1724,13 +1729,27 @@ class _MendedBodies:
         async def replay(): return msgs.pop(0) if msgs else await receive()
         await self.app(scope, replay, send)
 
+class _SessionEnds:
+    "ASGI: a session the SDK ended on its client's DELETE is told to the server at once (`session_ended`)"
+    def __init__(self, app, srv): self.app, self.srv = app, srv
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http' or scope['method'] != 'DELETE': return await self.app(scope, receive, send)
+        sid = dict(scope['headers']).get(b'mcp-session-id', b'').decode('latin-1')
+        status = []
+        async def seen(m):
+            if m['type'] == 'http.response.start': status.append(m['status'])
+            await send(m)
+        await self.app(scope, receive, seen)
+        if sid and status and status[0] < 400 and hasattr(self.srv, 'session_ended'): self.srv.session_ended(sid)
+
 def http_app(srv:MCPServer, host:str='127.0.0.1', token:str|None=None, port:int|None=None, allow_hosts=(), max_body:int=MAX_BODY):
     """The streamable HTTP ASGI app of `srv` (at /mcp) behind `Guard` (Host, Origin, fetch metadata, the token when given, JSON bodies,
     body size), and its health probe. The SDK's own Host/Origin check is off and its body limit ours: one rule decides, and every
     refusal answers JSON and leaves a line in the log"""
     app = srv.streamable_http_app(host=host, max_request_body_size=max_body,
                                   transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    return Health(Guard(_MendedBodies(app), host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body,
+    return Health(Guard(_SessionEnds(_MendedBodies(app), srv), host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body,
                         methods=('GET', 'POST', 'DELETE'), name='headlesnb mcp', body_types=('application/json',)), srv.engine)
 
 def _runs_end_first(server, engine:Engine):
