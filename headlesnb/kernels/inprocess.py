@@ -307,7 +307,10 @@ class _HereRun(_Handed):
                 self.ended.set()
                 if _main_stuck is self: _main_stuck = None
             if timer: timer.cancel()
-            try: _checkpoint()  # a SIGINT still pending reaches our handler now, which ignores it
+            end = time.monotonic() + 0.1  # one of ours sent but not yet seen (delivery lags the send) reaches our handler here, which
+            try:                          # ignores it: not the host's after, which would take it for Ctrl-C and stop a server
+                _checkpoint()
+                while self.own and time.monotonic() < end: time.sleep(0.001)
             except KeyboardInterrupt: pass
             signal.signal(signal.SIGINT, host)
         if self.outside and callable(host) and host is not signal.default_int_handler:
