@@ -523,7 +523,7 @@ def _kernel(self:BaseManager, it:Item):
 def _kernel_info(self:BaseManager, it:Item) -> dict:
     "What runs the item's code: backend, kernel name, where it runs (its process id here; on a Jupyter server, its `kernel_id` there), status"
     k = it.kernel
-    if k is None:
+    if k is None or not (getattr(k, 'reached', True) or k.busy):  # (a remote kernel neither reached nor starting, or found gone: none runs)
         name = it.state.get('kernel') or self.kernel
         return dict(backend=None, kernel=name, pid=None, status='not started', execution_count=0)
     backend = type(k).__name__.removesuffix('Kernel').lower()  # inprocess, subprocess, remote
@@ -554,6 +554,9 @@ def _open_with_kernel(self:BaseManager, name:str, path, mode:str, kernel:str|Non
         if kernel not in (None, 'inprocess') and not self.jupyter_url:
             from headlesnb.kernels.subkernel import check_kernelspec
             check_kernelspec(kernel)
+        if self.jupyter_url and (kernel_id is not None or kernel not in (None, 'inprocess')):
+            # the server is asked now, as a local kernelspec is checked: the kernel to attach to, else the kernelspec
+            make_kernel(kernel, jupyter_url=self.jupyter_url, jupyter_token=self.jupyter_token, kernel_id=kernel_id).check()
     with self._lock:
         old = self._items.get(name)
         if (kernel or kernel_id) and old is not None and old.kernel is not None and not old.kernel.closed:

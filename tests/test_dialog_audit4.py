@@ -6,7 +6,7 @@ import json, re, time
 import anyio
 import pytest
 from fake_anthropic import FakeAnthropic
-from test_mcp import stdio_session, ok, text, run
+from test_mcp import ended, stdio_session, ok, text, run
 from test_mcp_audit2 import slow_reply, stdio_prompt_then_ctrl_c
 
 pytestmark = pytest.mark.timeout(180)
@@ -27,11 +27,14 @@ def slow_start(seconds):
 async def run_id_of(s, tool, **args) -> str: return re.search(r'run-[0-9a-f]{8}', await ok(s, tool, **args))[0]
 
 
-async def ended(s, rid, within=20) -> str:
-    "get_run of run `rid` once it ended (it must within `within` s)"
-    with anyio.fail_after(within):
-        while 'ENDED' not in (t := await ok(s, 'get_run', run_id=rid, wait=1)): pass
-    return t
+async def prompt_sent(s, fake, dialog:str, question:str) -> str:
+    "A new dialog's prompt started (wait=0), once the fake API has its request; the run's id"
+    await ok(s, 'use_dialog', dialog_name=dialog, mode='create')
+    await ok(s, 'add_msg', content=question, msg_type='prompt')
+    rid = await run_id_of(s, 'execute_prompt', wait=0)
+    with anyio.fail_after(30):
+        while not fake.requests: await anyio.sleep(0.05)
+    return rid
 
 
 # ---------------------------------------------------------------- F13: unuse_dialog during a prompt
@@ -69,11 +72,7 @@ def test_interrupt_before_the_first_chunk_answers_the_prompt_at_once(tmp_path, m
         monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
         async def go():
             async with stdio_session(tmp_path) as s:
-                await ok(s, 'use_dialog', dialog_name='dd', mode='create')
-                await ok(s, 'add_msg', content='tell me', msg_type='prompt')
-                rid = await run_id_of(s, 'execute_prompt', wait=0)
-                with anyio.fail_after(30):
-                    while not fake.requests: await anyio.sleep(0.05)
+                rid = await prompt_sent(s, fake, 'dd', 'tell me')
                 await anyio.sleep(0.5)
                 t0 = time.monotonic()
                 await ok(s, 'interrupt_dialog')
@@ -163,11 +162,7 @@ def test_a_prompt_interrupted_before_any_word_is_marked(tmp_path, monkeypatch):
         monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
         async def go():
             async with stdio_session(tmp_path) as s:
-                await ok(s, 'use_dialog', dialog_name='d', mode='create')
-                await ok(s, 'add_msg', content='a question', msg_type='prompt')
-                rid = await run_id_of(s, 'execute_prompt', wait=0)
-                with anyio.fail_after(30):
-                    while not fake.requests: await anyio.sleep(0.05)
+                rid = await prompt_sent(s, fake, 'd', 'a question')
                 await ok(s, 'interrupt', run_id=rid)
                 assert 'ENDED: interrupted' in await ended(s, rid)
                 cell = prompt_cell(tmp_path / 'd.ipynb')

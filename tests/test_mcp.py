@@ -47,6 +47,13 @@ async def ok(s, tool, **args) -> str:
     return text(res)
 
 
+async def ended(s, rid, within=20) -> str:
+    "get_run of run `rid` once it ended (it must within `within` s)"
+    with anyio.fail_after(within):
+        while 'ENDED' not in (t := await ok(s, 'get_run', run_id=rid, wait=1)): pass
+    return t
+
+
 async def err(s, tool, **args) -> str:
     "Call `tool`; it must fail with one line; return that line"
     res = await s.call_tool(tool, args)

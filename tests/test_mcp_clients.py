@@ -9,7 +9,7 @@ import json, re, signal, subprocess, sys, time
 import anyio
 import pytest
 from conftest import free_port
-from test_mcp import err, http_server, http_session, ok, run, server_args, text, until_answering  # noqa: F401 (http_server is a fixture)
+from test_mcp import ended, err, http_server, http_session, ok, run, server_args, text, until_answering  # noqa: F401 (http_server is a fixture)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -31,8 +31,8 @@ def test_each_client_has_its_own_default(http_server, tmp_path):
             assert 'NameError' in await ok(b, 'execute_code', code='owner')  # b's kernel never ran a's cell
             started = await ok(b, 'run_all', wait=0)  # a run carried out in a thread of its own: b's notebook too
             run_id = re.search(r'get_run\(run_id="(run-\w+)"', started)
-            ended = await ok(b, 'get_run', run_id=run_id[1], wait=30) if run_id else started
-            assert "ENDED: ok" in ended and "all run of 'b'" in ended, ended
+            done = await ok(b, 'get_run', run_id=run_id[1], wait=30) if run_id else started
+            assert "ENDED: ok" in done and "all run of 'b'" in done, done
             assert "'b'" in await ok(b, 'execute_code', code='owner')
             listed = await ok(a, 'list_notebooks')
             rows = {r.split('\t')[0]: r.split('\t')[4] for r in listed.splitlines()[1:]}
@@ -144,9 +144,8 @@ def test_run_all_passes_over_a_cell_another_client_deleted(http_server, tmp_path
             run_id = re.search(r'get_run\(run_id="(run-\w+)"', started)[1]
             await ok(b, 'use_notebook', notebook_name='na', mode='connect')
             await ok(b, 'delete_cell', cell_indices=[3], notebook_name='na')
-            end = time.monotonic() + 30
-            while 'ENDED' not in (ended := await ok(a, 'get_run', run_id=run_id, wait=5)): assert time.monotonic() < end, ended
-            assert 'ENDED: ok' in ended and f'note: passed over 1 cell deleted before its turn (id {last})' in ended, ended
+            done = await ended(a, run_id, within=30)
+            assert 'ENDED: ok' in done and f'note: passed over 1 cell deleted before its turn (id {last})' in done, done
         assert [c.get('outputs', [{}])[0].get('text') for c in json.loads((tmp_path / 'na.ipynb').read_text())['cells']] == [['cell 0\n'], ['cell 1\n'], ['cell 2\n']]
     run(main)
 
@@ -162,8 +161,7 @@ def test_a_run_whose_cell_another_client_deleted_says_so_and_how_to_read_it(http
             run_id = re.search(r'get_run\(run_id="(run-\w+)"', started)[1]
             await ok(b, 'use_notebook', notebook_name='nd', mode='connect')
             await ok(b, 'delete_cell', cell_indices=[0], notebook_name='nd')
-            end = time.monotonic() + 30
-            while 'ENDED' not in (ended := await ok(a, 'get_run', run_id=run_id, wait=5)): assert time.monotonic() < end, ended
+            await ended(a, run_id, within=30)
             last = await ok(a, 'get_run', run_id=run_id)  # (from output 0: the whole print, cut)
             assert 'note: the cell was deleted while it ran, so its outputs were not stored' in last, last
             assert f"read_output(run_id='{run_id}'" in last and 'read_output(cell_id=' not in last, last

@@ -416,3 +416,129 @@ def test_a_notebooks_kernel_is_looked_for_on_the_server(enterprise_gateway):
     assert kernel_for_notebook({'kernelspec': {'name': 'julia-here', 'language': 'julia'}}, jupyter_url=g.url, jupyter_token=g.token) == 'julia-here'
     with pytest.raises(KernelError, match=rf"needs the 'ir' kernel \(R\), which is not installed on {re.escape(g.url)}; installed there: julia-here, python3$"):
         kernel_for_notebook({'kernelspec': {'name': 'ir', 'language': 'R'}}, jupyter_url=g.url, jupyter_token=g.token)
+
+
+def test_an_unknown_kernel_or_kernelspec_of_the_server_is_refused_at_use(server, tmp_path):
+    """With a Jupyter server, `use_notebook(kernel_id=)` and `use_notebook(kernel=)` ask the server at once, as a local kernelspec is
+    checked: one it does not have is a KernelError and changes nothing (no file, no notebook in use); a kernel gone from the server
+    by its first run is listed as not started, never as an idle kernel"""
+    from headlesnb import NotebookManager
+    nm = NotebookManager(tmp_path, jupyter_url=server.url, jupyter_token=server.token)
+    try:
+        with pytest.raises(KernelError, match=rf"the kernel no-such-kernel does not exist \(any more\) on {re.escape(server.url)}: give the id"):
+            nm.use_notebook(notebook_name='y', mode='create', kernel_id='no-such-kernel')
+        with pytest.raises(KernelError, match=rf"the kernel '\$\(id\)' is not installed on {re.escape(server.url)}; installed there: .*python3"):
+            nm.use_notebook(notebook_name='y', mode='create', kernel='$(id)')
+        assert (list(tmp_path.iterdir()), nm.list_notebooks(), nm.list_kernels()) == ([], [], [])
+        with RemoteKernel(server.url, server.token) as k:
+            k.run('1')
+            nm.use_notebook(notebook_name='y', mode='create', kernel_id=k.kernel_id)  # one it has
+        # (closing it deleted that kernel from the server)
+        with pytest.raises(KernelError, match='does not exist'): nm.insert_execute_code_cell(-1, '1', notebook_name='y')
+        listed, = nm.list_kernels()
+        assert listed['status'] == 'not started' and listed.get('kernel_id') is None, listed
+    finally: nm.close_all()
+
+
+class _OtherJSON:
+    "An HTTP server on 127.0.0.1 (in a thread) answering every GET with `get` and every POST with `post`, as JSON: another API's answers"
+    def __init__(self, get, post):
+        import http.server, threading
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self, body):
+                data = json.dumps(body).encode()
+                self.send_response(200); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
+                self.end_headers(); self.wfile.write(data)
+            def do_GET(self): self.answer(get)
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get('Content-Length') or 0))
+                self.answer(post)
+            def log_message(self, *a): pass
+        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}'
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.httpd.shutdown(); self.httpd.server_close()
+
+@pytest.mark.parametrize('get, post, asked', [
+    ({'message': 'hello'}, {'message': 'hello'}, 'GET /api/kernelspecs'),
+    (['a', 'list'], ['a', 'list'], 'GET /api/kernelspecs'),
+    ({'kernelspecs': {'python3': {}}}, {'message': 'hello'}, 'POST /api/kernels'),  # (it was "internal error: KeyError: 'id'")
+])
+def test_a_server_answering_other_json_is_a_clear_error(tmp_path, get, post, asked):
+    """A server whose answers are JSON, but not the kernels API's (another service, a proxy): a KernelError naming the server, the
+    request and what it answered, as for an answer that is not JSON; `use_notebook(kernel=)` refuses it and makes nothing"""
+    from headlesnb import NotebookManager
+    with _OtherJSON(get, post) as other:
+        with pytest.raises(KernelError) as e: RemoteKernel(other.url, 'sekrit').run('1')
+        msg = str(e.value)
+        assert msg.startswith(f'{other.url} answered {asked} with ') and 'not the API of a Jupyter Server or Enterprise Gateway' in msg, msg
+        assert json.dumps(post if asked.startswith('POST') else get) in msg and 'sekrit' not in msg, msg
+        if asked.startswith('GET'):
+            nm = NotebookManager(tmp_path, jupyter_url=other.url, jupyter_token='sekrit')
+            try:
+                with pytest.raises(KernelError, match=re.escape(f'{other.url} answered GET /api/kernelspecs with ')):
+                    nm.use_notebook(notebook_name='n', mode='create', kernel='python3')
+                assert (list(tmp_path.iterdir()), nm.list_notebooks()) == ([], [])
+            finally: nm.close_all()
+
+
+CLOSED_AT_EXIT = textwrap.dedent('''
+    import concurrent.futures, sys, threading
+    from headlesnb.kernels.remote import RemoteKernel
+    k = RemoteKernel(sys.argv[1], sys.argv[2])
+    k.run('1')
+    print(k.kernel_id, flush=True)
+    threading.Thread(target=k.run, args=('import time; time.sleep(100)',), daemon=True).start()
+    def close_late():  # as a server's shutdown that outlives the main thread: after the interpreter's end began
+        threading.main_thread().join()
+        while True:  # until no executor takes work any more
+            try:
+                with concurrent.futures.ThreadPoolExecutor() as ex: ex.submit(int).result()
+            except RuntimeError: break
+        k.close()
+        print('closed', flush=True)
+    threading.Thread(target=close_late).start()
+''')
+
+def test_a_kernel_closed_as_the_interpreter_ends_is_deleted_quietly(server):
+    "Closing a remote kernel (a cell running) once the interpreter's end has begun, when no thread starts any more: no traceback, the kernel deleted"
+    out = subprocess.run([sys.executable, '-c', CLOSED_AT_EXIT, server.url, server.token], capture_output=True, text=True, timeout=120)
+    kid, *rest = out.stdout.split()
+    assert (out.returncode, rest) == (0, ['closed']) and 'Traceback' not in out.stderr, (out.returncode, out.stdout, out.stderr)
+    assert kid not in server.kernel_ids()
+
+def test_ctrl_c_of_serve_with_remote_kernels_is_quiet(tmp_path, jupyter_server):
+    """`headlesnb serve` with a Jupyter server's kernels, Ctrl-C while a dialog's cell sleeps: exit 130, nothing printed, the kernel
+    deleted; several times, as the server's shutdown outlived the main thread only sometimes (then it printed a traceback)"""
+    import httpx, signal
+    s = jupyter_server
+    for i in range(4):
+        root, port, log = tmp_path / f'root{i}', free_port(), tmp_path / f'serve{i}.log'
+        root.mkdir()
+        before = s.kernel_ids()
+        with open(log, 'w') as out:
+            p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port)],
+                                 env={**os.environ, 'JUPYTER_URL': s.url, 'JUPYTER_TOKEN': s.token}, stdout=out, stderr=subprocess.STDOUT)
+        http, end = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=30), time.monotonic() + 30
+        try:
+            while True:
+                assert p.poll() is None and time.monotonic() < end, log.read_text()
+                try:
+                    if http.get('/health', timeout=1).status_code == 200: break
+                except httpx.TransportError: time.sleep(0.1)
+            assert http.post('/create_dialog_', data={'name': 'd'}).status_code == 200
+            r = http.post('/add_relative_', data=dict(dlg_name='d', content='import time\ntime.sleep(100)', msg_type='code', placement='at_end', run='true'))
+            assert r.status_code == 200, r.text
+            while not (new := s.kernel_ids() - before):
+                assert time.monotonic() < end + 30, log.read_text()
+                time.sleep(0.2)
+            time.sleep(2)  # the cell sleeps
+            p.send_signal(signal.SIGINT)
+            assert p.wait(30) == 130, log.read_text()
+        finally:
+            http.close()
+            if p.poll() is None: p.kill(); p.wait()
+        said = log.read_text().splitlines()
+        assert len(said) == 1 and said[0].startswith('headlesnb serve: serving dialogs'), f'run {i}:\n' + '\n'.join(said)
+        assert not new & s.kernel_ids(), f'run {i}: the kernel was left on the server'

@@ -103,9 +103,12 @@ def test_k_kernels_inprocess_as_readme_names_it(tmp_path):
 
 @pytest.mark.parametrize('args, says', [(['q.ipynb', 'o.ipynb', '-y', 'a: &x [1, *x]'], 'recursive YAML alias'),
                                         (['/dev/zero', 'o.ipynb'], '/dev/zero: not a regular file'),
-                                        (['q.ipynb', 'q2.ipynb', '--output-dir', 'p.ipynb'], 'p.ipynb: is a file, not a folder')])
+                                        (['q.ipynb', 'q2.ipynb', '--output-dir', 'p.ipynb'], 'p.ipynb: is a file, not a folder'),
+                                        (['q.ipynb', 'o.ipynb', '-f', 'bomb.yaml'], '-f bomb.yaml: its YAML aliases make more than 1,000,000 values')])
 def test_bad_input_is_a_clear_exit_2(tmp_path, args, says):
     mk(tmp_path/'q.ipynb', 'open("ran", "w").close()'); mk(tmp_path/'q2.ipynb', '1'); (tmp_path/'p.ipynb').write_text('{}')
+    # "billion laughs": 7 lines that aliases make 2 GB of (it took 15 s and 2 GB, then wrote a 49 MB notebook)
+    (tmp_path/'bomb.yaml').write_text('a: &a ["lol", "lol"]\n' + ''.join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip('abcdef', 'bcdefg')))
     r = hb(*args, cwd=tmp_path, timeout=60)
     assert r.returncode == 2 and says in r.stderr and 'Traceback' not in r.stderr, r.stderr
     assert not (tmp_path/'ran').exists() and not (tmp_path/'o.ipynb').exists()

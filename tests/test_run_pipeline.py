@@ -1,7 +1,7 @@
 """`headlesnb run` for pipelines, against real services started here: an S3 server (moto's server mode, with IAM
 credentials checked), fsspec's memory://, a local http.server, real `dask scheduler`/`dask worker` processes (one killed
 mid-notebook), scrapbook reading our outputs; --cells, --skip-tag, --total-timeout and --summary on notebooks with parameters."""
-import json, os, re, signal, socket, subprocess, sys, time
+import json, os, re, shutil, signal, socket, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
 from test_run_cli import KS, left_running, mk_nb  # a notebook file from cell sources, or (source, tags)
@@ -209,6 +209,54 @@ def test_s3_user_and_password_in_the_url_are_never_shown(s3, tmp_path):
         assert r.returncode == 2 and 's3://***@nbs/t6/' in r.stderr, r.stderr
         assert 'VerySecretValue99' not in shown and 'AKIAXX' not in shown, shown
     assert not (tmp_path / 'o.ipynb').exists() and not fs.exists('nbs/t6/o.ipynb')
+
+def test_a_store_lost_mid_run_keeps_the_executed_notebook_here(tmp_path):
+    """The store goes away while the notebook runs (its own moto server, killed): the run is not thrown away. The executed
+    notebook is kept in a private temporary folder that the message names; exit 74 and status `unsaved`, with the cells that ran
+    (a --jobs batch: each notebook so, and the batch's exit 1)"""
+    boto3 = pytest.importorskip('boto3'); pytest.importorskip('s3fs')
+    port = free_port()
+    moto = subprocess.Popen(['moto_server', '-H', '127.0.0.1', '-p', str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, 'AWS_ACCESS_KEY_ID': 'k', 'AWS_SECRET_ACCESS_KEY': 's', 'AWS_ENDPOINT_URL': f'http://127.0.0.1:{port}', 'AWS_DEFAULT_REGION': 'us-east-1'}
+    try:
+        wait_port(port, moto, 'moto_server')
+        boto3.client('s3', endpoint_url=env['AWS_ENDPOINT_URL'], region_name='us-east-1', aws_access_key_id='k', aws_secret_access_key='s').create_bucket(Bucket='nbs')
+        src = mk_nb(tmp_path / 'slow.ipynb', 'print("first", flush=True)', 'import time\ntime.sleep(4)\nprint("second")')
+        two = mk_nb(tmp_path / 'slow2.ipynb', 'import time\ntime.sleep(4)\nprint("two")')
+        run = lambda *args: subprocess.Popen([*HB, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        p = run(src, 's3://nbs/out/slow.ipynb', '--summary', tmp_path / 's.json', '--log-output')
+        batch = run(src, two, '--output-dir', 's3://nbs/batch', '--jobs', '2', '--summary', tmp_path / 'b.json')  # (each in a child process)
+        time.sleep(2.5)  # (the run checked the output at its start, and now sleeps in its second cell)
+        assert p.poll() is None
+    finally: moto.kill(); moto.wait()
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 74, err
+    kept = Path(re.search(r'the executed notebook is kept in (\S+): copy it', err).group(1))
+    try:
+        assert 'the notebook ran, but its output could not be written (s3://nbs/out/slow.ipynb' in err, err
+        nb = nbformat.read(kept, as_version=4)
+        assert kept.name == 'slow.ipynb' and [texts(c) for c in nb.cells] == ['first\n', 'second\n']
+        assert kept.parent.stat().st_mode & 0o777 == 0o700  # (private: a notebook may hold secrets)
+        s = json.loads((tmp_path / 's.json').read_text())
+        assert (s['status'], s['exit_code'], s['cells_run'], s['cells_total']) == ('unsaved', 74, 2, 2) and str(kept) in s['message'], s
+    finally: shutil.rmtree(kept.parent)
+    out, err = batch.communicate(timeout=120)
+    assert batch.returncode == 1 and re.search(r'slow2.ipynb: unsaved, 1/1 cells, [0-9.]+s \(the notebook ran', err), err
+    for s in map(json.loads, (tmp_path / 'b.json').read_text().splitlines()):
+        kept = Path(re.search(r'kept in (\S+): copy it', s['message']).group(1))
+        assert (s['status'], s['exit_code'], s['output']) == ('unsaved', 74, f's3://nbs/batch/{kept.name}'), s
+        assert texts(nbformat.read(kept, as_version=4).cells[-1]) == ('second\n' if kept.name == 'slow.ipynb' else 'two\n')
+        shutil.rmtree(kept.parent)
+
+def test_an_output_that_cannot_be_written_at_the_end_is_no_failed_cell(tmp_path):
+    "A full disk at the end (`/dev/full`): the notebook ran, so it is kept, and the run says so (it said a cell failed, exit 1)"
+    if not Path('/dev/full').exists(): pytest.skip('no /dev/full here')
+    r = hb(mk_nb(tmp_path / 'n.ipynb', 'print(6 * 7)'), '/dev/full', '--summary', '-')
+    s = json.loads(r.stdout)
+    assert (r.returncode, s['status'], s['cells_run']) == (74, 'unsaved', 1), r.stdout + r.stderr
+    kept = Path(re.search(r'kept in (\S+): copy it', r.stderr).group(1))
+    assert texts(nbformat.read(kept, as_version=4).cells[0]) == '42\n'
+    shutil.rmtree(kept.parent)
 
 def test_output_dir_on_a_store_refusing_the_credentials_is_refused_before_any_run(s3, tmp_path):
     srcs = [mk_nb(tmp_path / f'n{i}.ipynb', 'open("ran", "w").close()') for i in range(2)]

@@ -243,7 +243,7 @@ def _line(j, k:int, n:int) -> str:
     s = f"[{k}/{n}] {redact(j.inp)}: {j.status}"
     if j.cells: s += f", {j.cells} cells"
     s += f", {j.seconds:.1f}s"
-    if j.out and j.status != 'error': s += f" -> {redact(j.out)}"
+    if j.out and j.status not in ('error', 'unsaved'): s += f" -> {redact(j.out)}"  # (unsaved: its message says where it went)
     if j.message and j.status != 'ok': s += f" ({j.message})"
     return s
 
@@ -333,8 +333,9 @@ def _write_status(path, code:int, rep=None, message:str='', summary:dict|None=No
     d = dict(status=st, message=message, summary=summary)
     if rep is not None:
         d.update(ran=rep.ran, total=rep.total, seconds=rep.seconds)
-        if rep.failure: d['message'] = f"cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']}): {_error_name(rep.failure)}"
-        if rep.status == 'timeout': d['message'] += ' (past --total-timeout)'
+        if rep.unsaved: d['message'] = rep.unsaved  # (what a batch most needs to say: where its work went)
+        elif rep.failure: d['message'] = f"cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']}): {_error_name(rep.failure)}"
+        if rep.status == 'timeout' and not rep.unsaved: d['message'] += ' (past --total-timeout)'
     Path(path).write_text(json.dumps(d))
 
 # %% ../../nbs/26c_fronts.run.ipynb #f2d60567

@@ -7,7 +7,7 @@ __all__ = ['start_kernel', 'KernelPool', 'run_job', 'run_threads', 'run_child', 
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #b07b5867
 import importlib, io, json, logging, os, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +63,9 @@ def _run_one(a, inp:str, out:str|None, kernel=None, cwd=None, say=_stderr) -> tu
                        a.report_mode, a.cwd if cwd is None else cwd, a.request_save_on_cell_execute, a.execution_timeout, None,
                        a.autosave_cell_every, a.allow_errors, a.jupyter_url, a.jupyter_token, cells=a.cells, skip_tags=a.skip_tag,
                        total_timeout=a.total_timeout, kernel=kernel)
+    if rep.unsaved:  # the run's outcome matters less than where its work went
+        if rep.failure and rep.status in ('failed', 'dead'): _show_failure(rep.failure, say=say)
+        say(f'headlesnb: {rep.unsaved}'); return 74, rep
     if rep.status == 'interrupted':
         f = rep.failure
         say('headlesnb: interrupted' + (f" in cell {f['cell_index'] + 1} (id {f['cell_id']}); the outputs so far are written" if f else ''))
@@ -96,7 +99,7 @@ class _Job:
     log: str = ''
     summary: dict|None = None  # what --summary writes for it
 
-_STATUS_OF = {0: 'ok', 1: 'failed', 124: 'timeout', 130: 'interrupted', 138: 'dead', 143: 'interrupted'}
+_STATUS_OF = {0: 'ok', 1: 'failed', 74: 'unsaved', 124: 'timeout', 130: 'interrupted', 138: 'dead', 143: 'interrupted'}
 
 def _warm_kernels(a) -> bool:
     "Do the notebooks of a batch run on kernelspec kernels here (-k NAME), so that they can be started ahead?"
@@ -242,7 +245,7 @@ def run_job(a, j:_Job, pool:KernelPool):
     j.status = _STATUS_OF.get(code, 'error')
     if rep is not None: j.cells = f'{rep.ran}/{rep.total}'
     f = rep.failure if rep is not None else None
-    j.message = msg or (f"cell {f['cell_index'] + 1} (id {f['cell_id']}): {_error_name(f)}" if f else '')
+    j.message = msg or (rep.unsaved if rep is not None and rep.unsaved else f"cell {f['cell_index'] + 1} (id {f['cell_id']}): {_error_name(f)}" if f else '')
     j.summary = run_summary(rep, j.inp, j.out, j.status, j.message)
     j.summary['exit_code'] = code
     return j
@@ -303,14 +306,26 @@ def _worker_pool(a) -> KernelPool:
         if (p := _pools.get(key := (a.kernel, a.start_timeout))) is None: p = _pools[key] = KernelPool(a.start_timeout, starters=2, max_idle=120)
         return p
 
-def _interrupt_when(stop:str, client, j:_Job, done:threading.Event):
-    """On a worker, beside a task: once the batch's Dask event `stop` is set (a Ctrl-C or SIGTERM where the batch was started),
-    interrupt the task's run (its `headlesnb run` process, or its kernel), which writes what ran and ends as interrupted"""
+_GONE = ('closing', 'closed', 'failed')  # the statuses of a worker on its way out (one that loses its scheduler closes)
+
+def _interrupt_when(stop:str|None, client, j:_Job, done:threading.Event, worker, key:str):
+    """On a worker, beside a task: interrupt the task's run (its `headlesnb run` process, or its kernel), which writes what ran
+    and ends as interrupted, once no one waits for its result: the batch's Dask event `stop` is set (a Ctrl-C or SIGTERM where the
+    batch was started), the scheduler dropped the task `key` (the batch let go of it, or lost its connection), or this worker
+    closes (it lost the scheduler: it waits for its running tasks as it closes, so their runs went on to the end unseen)"""
     from distributed import Event
-    try:
+    stopped = threading.Event()
+    def wait_stop():  # (in a thread of its own: with the scheduler gone, one wait retries the connection for up to 30 s)
         ev = Event(stop, client=client)
-        while not done.is_set() and not ev.wait(1): pass
-    except Exception: return  # (the scheduler is gone: no one left to ask)
+        while not done.is_set():
+            try:
+                if ev.wait(1): stopped.set(); return
+            except Exception: done.wait(1)  # (the scheduler unreachable: if it is lost, the worker closes)
+    if stop: threading.Thread(target=wait_stop, daemon=True, name='headlesnb-task-stop-event').start()
+    def wanted() -> bool:
+        ts = worker.state.tasks.get(key)
+        return ts is not None and ts.state != 'cancelled' and worker.status.name not in _GONE
+    while not done.is_set() and not stopped.is_set() and wanted(): done.wait(0.2)
     hit = set()
     while not done.is_set():  # (a run that starts just after is interrupted too)
         for what in ('proc', 'kernel'):
@@ -323,25 +338,24 @@ def cluster_task(a, inp:str, out:str|None, key:list, left:int=2, stop:str|None=N
     """One notebook as a task on a Dask worker. The scheduler runs a task again when its worker dies: the attempts are
     counted in the scheduler's metadata under `key`, so a notebook runs at most twice, then counts as failed naming the deaths.
     `left`: this worker's share of the notebooks submitted after this one (no more kernels are started ahead than it may take).
-    `stop`: the name of the batch's Dask event, set when the batch is stopped: the run is interrupted (`_interrupt_when`)"""
-    from distributed import get_client, get_worker
-    me, c = get_worker().address, get_client()
+    `stop`: the name of the batch's Dask event, set when the batch is stopped: the run is interrupted (`_interrupt_when`).
+    As it starts, it tells the batch, by a Dask event of topic `headlesnb-run-BATCH`: [its task's key, its worker]"""
+    from distributed import Event, get_client, get_worker
+    w, c, j = get_worker(), get_client(), _Job(inp, out)
+    me, task = w.address, w.get_current_task()
     log.setLevel(a.log_level or ('INFO' if a.log_output else 'WARNING')); log.propagate = False  # (the job keeps its log; the worker's stays clean)
+    if stop and Event(stop, client=c).is_set(): return j  # (the batch was stopped before this one's turn: not run)
     tried = c.get_metadata(key, default=[])  # the workers that died running it
     c.set_metadata(key, [*tried, me])
-    j = _Job(inp, out)
+    w.log_event('-'.join(key[:2]), [task, me])
     if len(tried) >= 2:
         j.status, j.message = 'dead', f"the workers running it died: {', '.join(tried)} (it ran once more after the first death)"
         j.summary = run_summary(None, inp, out, 'dead', j.message); j.summary['exit_code'] = 138
         return j
-    if stop:
-        from distributed import Event
-        if Event(stop, client=c).is_set(): return j  # (the batch was stopped before this one's turn: not run)
-        done = threading.Event()
-        threading.Thread(target=_interrupt_when, args=(stop, c, j, done), daemon=True, name='headlesnb-task-stop').start()
+    done = threading.Event()
+    threading.Thread(target=_interrupt_when, args=(stop, c, j, done, w, task), daemon=True, name='headlesnb-task-stop').start()
     try: return _run_task(a, j, me, tried, left)
-    finally:
-        if stop: done.set()
+    finally: done.set()
 
 def _run_task(a, j:_Job, me:str, tried:list, left:int) -> _Job:
     inp, out = j.inp, j.out
@@ -485,6 +499,29 @@ def _failed_task(j:_Job, e:BaseException):
     else: j.status, j.message = 'error', f'{type(e).__name__}: {scrub(e)}'
     j.summary = run_summary(None, j.inp, j.out, j.status, j.message)
 
+def _lost_task(j:_Job, worker:str|None, address:str):
+    "A task whose result did not come back: the batch lost its scheduler. `worker`: where it had started, if it had"
+    j.status, where = 'lost', f'the batch lost the Dask scheduler {redact(address)}'
+    j.message = (f'{where} before it started: nothing ran' if worker is None else
+                 f'{where} while it ran on {worker}: its outcome is unknown here; a run whose result no one waits for is '
+                 'stopped where it runs and writes what ran: check its output and run it again')
+    j.summary = run_summary(None, j.inp, j.out, 'lost', j.message)
+    j.summary['exit_code'] = 2 if worker is None else 1  # (2: nothing ran)
+
+def _unwaited(j:_Job, worker:str, why:str):
+    "A notebook stopped by the batch's Ctrl-C whose result the batch did not wait for (`why`): interrupted where it runs"
+    j.status = 'interrupted'
+    j.message = f'interrupted on {worker}, which writes what ran; the batch did not wait for it: {why}'
+    j.summary = run_summary(None, j.inp, j.out, 'interrupted', j.message)
+
+@contextmanager
+def _quiet(name:str):
+    "The logger `name` silent for a while"
+    lg = logging.getLogger(name); old = lg.level
+    lg.setLevel(logging.CRITICAL)
+    try: yield
+    finally: lg.setLevel(old)
+
 def _absolute(path):
     "A local path as a worker should read it: absolute, from the folder `headlesnb run` was started in (a worker's own is elsewhere)"
     p = local_path(path) if path is not None else None
@@ -499,26 +536,38 @@ def run_cluster(a, jobs:list, report) -> bool:
     client, local = connect(a.cluster, a.start_timeout, warm, most=len(jobs))
     from distributed import as_completed
     batch, t0 = uuid.uuid4().hex[:12], time.monotonic()
+    started, lost = {}, []  # task key: the worker it started on (each task says so as it starts); the tasks lost with the scheduler
     try:
         if a.output_dir: make_folder(a.output_dir)  # (in here: a folder refused still stops the workers started for it)
         w = max(1, len(client.scheduler_info().get('workers') or ()))
         stop = f'headlesnb-stop-{batch}'
         theirs = SimpleNamespace(**{**vars(a), 'parameters_file': [_absolute(f) for f in a.parameters_file], 'cwd': _absolute(a.cwd)})  # (read there, as the notebooks)
+        client.subscribe_topic(f'headlesnb-run-{batch}', lambda ev: started.update([ev[1]]))  # (before the tasks: sent ahead of them)
         futs = {client.submit(cluster_task, theirs, _absolute(j.inp), _absolute(j.out), ['headlesnb-run', batch, str(i)], (len(jobs) - 1 - i) // w,  # (a worker's share of the rest, rounded down)
                               stop, key=f'headlesnb-run-{batch}-{i}', pure=False): j for i, j in enumerate(jobs)}
         def collect(fs, timeout=None):
             for f in as_completed(fs, timeout=timeout):
                 j = futs[f]
                 try: j.__dict__.update({k: v for k, v in f.result().__dict__.items() if k not in ('inp', 'out')})  # (shown as given)
-                except Exception as e: _failed_task(j, e); j.seconds = time.monotonic() - t0
+                except Exception as e:
+                    if getattr(e, 'reason', None) == 'scheduler-connection-lost': lost.append(f); _lost_task(j, started.get(f.key), a.cluster)
+                    else: _failed_task(j, e)
+                    j.seconds = time.monotonic() - t0
                 if j.status != 'not run': report(j)
         try: collect(futs)
         except KeyboardInterrupt:  # the running notebooks are interrupted where they run, and write what ran; the others do not start
+            why = 'a second Ctrl-C'
             try:
                 from distributed import Event
                 Event(stop, client=client).set()
                 collect([f for f in futs if not f.done()], timeout=_STOP_WAIT)
-            except (KeyboardInterrupt, TimeoutError, OSError): pass  # (a second Ctrl-C, or a run slow to stop: left to the cancel)
+            except KeyboardInterrupt: pass
+            except TimeoutError: why = f'it did not stop within {_STOP_WAIT}s'
+            except OSError: why = 'the scheduler did not answer'
+            for f, j in futs.items():  # (dropped by the cancel, their runs stop there all the same)
+                if j.status == 'not run' and f.key in started:
+                    _unwaited(j, started[f.key], why); j.seconds = time.monotonic() - t0
+                    report(j)
             client.cancel(list(futs))
             return True
         return False
@@ -526,6 +575,6 @@ def run_cluster(a, jobs:list, report) -> bool:
         if local is not None:  # its workers are stopped next: their warm kernels are shut down first, in order
             try: client.run(_close_pools)
             except Exception: pass  # (a worker that died has none)
-        client.close()
+        with _quiet('distributed.client') if lost else nullcontext(): client.close()  # (it logs its reconnection cut short)
         if local is not None: local.close()
 

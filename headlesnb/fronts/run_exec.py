@@ -24,7 +24,7 @@ from ..errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelE
 from ..document import check_nb, dump_nb, new_id
 from ..base import BaseManager, Item, kernel_for_notebook, make_kernel, runs_cell
 from ..utils import redact
-from .run_io import local_path, read_bytes, check_writable, writer
+from .run_io import basename, local_path, read_bytes, check_writable, writer
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #bfdd8cad
 log = logging.getLogger('headlesnb.fronts.run')
@@ -42,15 +42,30 @@ def resolve_type(value:str):
 _MAX_DEPTH = 100  # lists and mappings nested deeper are refused: Python's parser stops at 200 brackets, and no real parameter nests so
 _TOO_DEEP = f"values nest lists or mappings more than {_MAX_DEPTH} deep: flatten them, or pass the value as a string (-r) and parse it in the notebook"
 
+_MAX_VALUES = 1_000_000  # values YAML aliases may make: far above real parameters, far below a "billion laughs" (9 aliases a line, 7 lines: 2 GB)
+
+class _Contains(Exception): "A value that contains itself (a recursive YAML alias)"
+
+def _shape(v, memo:dict|None=None, depth:int=0) -> tuple:
+    """How many values `v` holds once YAML's aliases are written out (a value that aliases share, counted where each names it),
+    and how many levels of lists and mappings it nests; each object looked at once, and no deeper than past `_MAX_DEPTH`"""
+    if not isinstance(v, (dict, list, tuple)): return 1, 0
+    memo = {} if memo is None else memo
+    if (k := id(v)) in memo:
+        if memo[k] is None: raise _Contains()  # met inside itself
+        return memo[k]
+    if depth >= _MAX_DEPTH: return 1, _MAX_DEPTH + 1  # too deep already: no need to look further
+    memo[k], n, d = None, 1, 0
+    for y in (v.values() if isinstance(v, dict) else v):
+        yn, yd = _shape(y, memo, depth + 1)
+        n, d = n + yn, max(d, yd)
+    memo[k] = n, d + 1
+    return memo[k]
+
 def _too_deep(v) -> bool:
-    "Do lists and mappings nest in `v` deeper than `_MAX_DEPTH`? (Iterative, and it stops there: a value that contains itself is too deep too)"
-    todo = [(v, 0)]
-    while todo:
-        x, depth = todo.pop()
-        if isinstance(x, (dict, list, tuple)):
-            if depth >= _MAX_DEPTH: return True
-            todo += [(y, depth + 1) for y in (x.values() if isinstance(x, dict) else x)]
-    return False
+    "Do lists and mappings nest in `v` deeper than `_MAX_DEPTH`? (A value that contains itself is too deep too)"
+    try: return _shape(v)[1] > _MAX_DEPTH
+    except _Contains: return True
 
 def _yaml_where(e) -> str:
     "Where YAML error `e` is and what it found, without quoting the text (a parameters file may hold secrets)"
@@ -67,9 +82,11 @@ def _yaml_params(text, what:str) -> dict:
     except yaml.YAMLError as e: raise BadArgumentError(f"{what}: not valid YAML{_yaml_where(e)}") from None
     except RecursionError: raise BadArgumentError(f"{what}: {_TOO_DEEP}") from None  # (PyYAML builds nested values by recursion)
     if d is None: return {}
-    try: json.dumps(d, default=str)
-    except ValueError: raise BadArgumentError(f"{what}: the parameters contain themselves (a recursive YAML alias): write the values out") from None
-    except RecursionError: raise BadArgumentError(f"{what}: {_TOO_DEEP}") from None
+    try: n, depth = _shape(d)
+    except _Contains: raise BadArgumentError(f"{what}: the parameters contain themselves (a recursive YAML alias): write the values out") from None
+    if depth > _MAX_DEPTH: raise BadArgumentError(f"{what}: {_TOO_DEEP}")
+    if n > max(_MAX_VALUES, len(text)):  # (more values than characters: only aliases make that many)
+        raise BadArgumentError(f"{what}: its YAML aliases make more than {_MAX_VALUES:,} values of {len(text):,} characters: write the values out")
     if not isinstance(d, dict): raise BadArgumentError(f"{what}: parameters must be a YAML mapping of names to values, not a {type(d).__name__}")
     return d
 
@@ -468,6 +485,7 @@ class RunReport:
     total: int = 0                # code cells
     seconds: float = 0.0
     timings: list = field(default_factory=list)  # (cell id, seconds) of each cell run, in order
+    unsaved: str|None = None      # the output could not be written at the end: what failed, and where the executed notebook is instead
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #287ac177
 class _Bar:
@@ -820,7 +838,22 @@ def _finish(self:_Run, rep:RunReport):
     if rep.ran: self.nb.metadata['language_info'] = getattr(self.kernel, 'language_info', None) or _PY_INFO
     if self.bar: self.bar.close(sum(c.metadata.papermill['status'] != 'pending' for c in self.nb.cells))  # (before the banner cells, which have no status)
     if rep.failure and rep.status in ('failed', 'timeout'): add_error_banner(self.nb, rep.failure['cell_index'], rep.failure['exec_count'])
-    self.save(force=True, wait=True)
+    try: self.save(force=True, wait=True)
+    except (HeadlesnbError, OSError) as e: rep.unsaved = self._keep(e)  # (the work is done: a store gone or a full disk must not throw it away)
+
+@patch
+def _keep(self:_Run, e:Exception) -> str:
+    """The output could not be written at the end of the run (`e`): the executed notebook goes to a new private folder of the
+    temporary folder instead. What failed, and where the notebook is"""
+    out = self.nb.metadata.papermill.get('output_path')  # (redacted: no password of a URL)
+    why = f"{e.filename or out or 'the output'}: {e.strerror or e}" if isinstance(e, OSError) else str(e)
+    name = basename(out) if out and out != '-' else ''
+    if name in ('', '.', '..'): name = 'output.ipynb'
+    try:
+        path = Path(tempfile.mkdtemp(prefix='headlesnb-unsaved-')) / (name if name.endswith('.ipynb') else f'{name}.ipynb')
+        path.write_bytes((dump_nb(self.nb) + '\n').encode('utf-8'))
+    except OSError as e2: return f"the notebook ran, but its output could not be written ({why}), nor a copy in the temporary folder ({e2.strerror or e2}): its outputs are lost"
+    return f"the notebook ran, but its output could not be written ({why}); the executed notebook is kept in {path}: copy it where it belongs"
 
 @patch
 def run(self:_Run) -> RunReport:
@@ -966,6 +999,7 @@ def execute_notebook(input_path, output_path, parameters=None, engine_name=None,
         raise BadArgumentError(f"unknown argument(s) {', '.join(bad)}: execute_notebook accepts {', '.join(_ENGINE_KWARGS)} besides papermill's")
     rep = _execute(input_path, output_path, parameters, prepare_only, kernel_name, language, bool(progress_bar), log_output, stdout_file,
                    stderr_file, start_timeout, report_mode, cwd, request_save_on_cell_execute, **engine_kwargs)
+    if rep.unsaved: raise HeadlesnbError(rep.unsaved)
     if rep.status == 'interrupted': raise KeyboardInterrupt
     if rep.status == 'dead': raise DeadKernelError(f"the kernel died in cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']})")
     if rep.status == 'failed': raise NotebookExecutionError(**rep.failure)
@@ -973,13 +1007,13 @@ def execute_notebook(input_path, output_path, parameters=None, engine_name=None,
     import nbformat  # callers get a NotebookNode as papermill returns it (text joined in memory)
     return nbformat.reads(dump_nb(rep.nb), as_version=4, capture_validation_error={})
 
-EXIT_STATUS = {'ok': 0, 'failed': 1, 'error': 2, 'timeout': 124, 'interrupted': 130, 'dead': 138}
+EXIT_STATUS = {'ok': 0, 'failed': 1, 'error': 2, 'unsaved': 74, 'timeout': 124, 'interrupted': 130, 'dead': 138}  # (74: sysexits' EX_IOERR)
 
 def run_summary(rep:RunReport|None, input_path=None, output_path=None, status:str|None=None, message:str='') -> dict:
     "What `--summary` writes for one notebook: status, exit code, seconds per cell, the failing cell and its error, the scraps"
-    status = status or (rep.status if rep else 'error')
+    status = status or ('unsaved' if rep and rep.unsaved else rep.status if rep else 'error')
     d = dict(input=redact(input_path) if isinstance(input_path, str) else None, output=redact(output_path) if output_path else None,
-             status=status, exit_code=EXIT_STATUS.get(status, 2), message=message, seconds=None, cells_run=None, cells_total=None,
+             status=status, exit_code=EXIT_STATUS.get(status, 2), message=message or (rep and rep.unsaved) or '', seconds=None, cells_run=None, cells_total=None,
              cell_seconds=[], failure=None, errors=[], scraps={})
     if rep is None: return d
     where = {c.get('id'): i for i, c in enumerate(c for c in rep.nb.cells if ERROR_MARKER_TAG not in _tags(c))}  # (as NotebookExecutionError's: the notebook run, without the banner cells)

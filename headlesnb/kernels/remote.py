@@ -6,7 +6,7 @@
 __all__ = ['RemoteKernel']
 
 # %% ../../nbs/08_kernels.remote.ipynb #ccf70713
-import asyncio, socket, threading, weakref
+import asyncio, functools, socket, threading, weakref
 from contextlib import suppress
 from queue import Empty
 from urllib.parse import urlencode, quote
@@ -114,6 +114,16 @@ class _WSClient(KernelWebSocketClient):
 # %% ../../nbs/08_kernels.remote.ipynb #c74a33d5
 def _api(url:str, *parts) -> str: return url.rstrip('/') + '/api/' + '/'.join(quote(p, safe='') for p in parts)
 
+_NOT_API = ("it is not the API of a Jupyter Server or Enterprise Gateway there. Check the address: the one `jupyter server list` prints, "
+            "with the server's base path if it has one, without /lab")
+
+async def _blocking(fn, *args, **kw):
+    """`fn(*args, **kw)` in a thread, as `asyncio.to_thread`; on the loop itself once the interpreter's end has begun and no thread
+    starts any more (a server's shutdown may still be closing its kernels then), so that a kernel's close still deletes it"""
+    try: fut = asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kw))
+    except RuntimeError: return fn(*args, **kw)  # (the executor takes no new work after the interpreter's shutdown began)
+    return await fut
+
 class RemoteKernel(JupyterKernel):
     "A kernel of a Jupyter Server or Jupyter Enterprise Gateway (REST + websocket, jupyter-kernel-client), its cells run by nbclient"
     def __init__(self, url:str, token:str|None=None, kernel_name:str='python3', kernel_id:str|None=None, cwd:str|None=None,
@@ -131,14 +141,15 @@ class RemoteKernel(JupyterKernel):
         self.locate = locate  # without `cwd`: a callable giving the server's path of the folder the kernel starts in (None: not served), asked at its start
 
     pid = None  # the kernel runs elsewhere: see kernel_id
+    reached = False  # it has reached its kernel on the server (until then, and once that kernel is found gone, it is not started)
 
     def __repr__(self):
         state = 'closed' if self._closed else f'id {self.kernel_id}' if self.kernel_id else 'not started'
         return f'<RemoteKernel {self.kernel_name!r} at {self.shown} {state}>'
 
-    def _rest(self, method:str, *parts, timeout:float|None=None, **kw):
+    def _rest(self, method:str, *parts, timeout:float|None=None, field:tuple|None=None, **kw):
         """One REST call (blocking: run it in a thread from the loop) of `timeout` s at most (default: `request_timeout`); what went wrong
-        becomes a KernelError that says so"""
+        becomes a KernelError that says so. `field`, (name, type): that field of the answer, which must hold one"""
         what, t = f"{method} /api/{'/'.join(parts)}", timeout or self.request_timeout
         if len(self.bases) > 1: self._pick_base(t)
         try: r = requests.request(method, _api(self.url, *parts), headers=self._headers, timeout=t, **kw)
@@ -147,11 +158,15 @@ class RemoteKernel(JupyterKernel):
         if r.status_code == 404: raise NotFoundError(f'{what}: not found on the Jupyter server at {self.shown}')
         if r.status_code in (401, 403): raise KernelError(f'the Jupyter server at {self.shown} refused the token ({r.status_code} on {what}): check it')
         if r.status_code >= 400: raise KernelError(f'the Jupyter server at {self.shown} answered {r.status_code} to {what}: {r.text[:500]}')
-        try: return r.json() if r.content else None
+        try: got = r.json() if r.content else None
         except ValueError:  # a web page, not the API: another kind of server, a login page, a base path left out
-            raise KernelError(f"{self.shown} answered {what} with {r.headers.get('content-type') or 'something'} rather than JSON: it is not the API "
-                              "of a Jupyter Server or Enterprise Gateway there. Check the address: the one `jupyter server list` prints, "
-                              "with the server's base path if it has one, without /lab") from None
+            raise KernelError(f"{self.shown} answered {what} with {r.headers.get('content-type') or 'something'} rather than JSON: {_NOT_API}") from None
+        if field is None: return got
+        name, kind = field
+        if not isinstance(got, dict) or not isinstance(got.get(name), kind):  # JSON of some other API (a proxy's, another service's)
+            said = r.text if len(r.text) <= 200 else r.text[:200] + '...'
+            raise KernelError(f"{self.shown} answered {what} with {said!r}, which has no {name!r}: {_NOT_API}")
+        return got[name]
 
     def _pick_base(self, timeout:float):
         """The URL named a page (`/lab`, `/user/doc/lab`): the server's base is the first of `bases` where its API is found (anything but
@@ -171,19 +186,45 @@ def _delete_kernel(url:str, headers:dict, kernel_id:str, timeout:float):
 def _start_remote(self) -> str:
     "Start a kernel on the server (blocking) and return its id; it will be deleted when we are closed, collected, or exit"
     t = self._start_wait()
-    try: specs = self._rest('GET', 'kernelspecs', timeout=t).get('kernelspecs', {})
-    except NotFoundError: raise KernelError(f'{self.shown} has no kernels API: is it a Jupyter Server or Enterprise Gateway?') from None
-    if self.kernel_name not in specs:
-        raise KernelError(f"the kernel {self.kernel_name!r} is not installed on {self.shown}; installed there: {', '.join(sorted(specs)) or 'none'}")
+    self._check_kernelspec(t)
     path = self.cwd
     if path is None and self.locate is not None and (path := self.locate()) is None:
         self.notice = (f"its kernel started in the Jupyter server's own folder: the server at {self.shown} does not serve the notebook's "
                        "folder, so files beside the notebook are not where its code looks")
     body = {'name': self.kernel_name, 'path': path or ''}  # Jupyter Server: without a path the kernel starts in the server's cwd
     if self.cwd is not None: body['env'] = {'KERNEL_WORKING_DIR': self.cwd}
-    kid = self._rest('POST', 'kernels', json=body, timeout=t)['id']
+    kid = self._rest('POST', 'kernels', json=body, timeout=t, field=('id', str))
     self._reaper = weakref.finalize(self, _delete_kernel, self.url, dict(self._headers), kid, 10)
     return kid
+
+@patch_to(RemoteKernel)
+def _check_kernelspec(self, timeout:float):
+    "KernelError unless the server has the kernelspec `kernel_name`, naming those it has (one REST call)"
+    try: specs = self._rest('GET', 'kernelspecs', timeout=timeout, field=('kernelspecs', dict))
+    except NotFoundError: raise KernelError(f'{self.shown} has no kernels API: is it a Jupyter Server or Enterprise Gateway?') from None
+    if self.kernel_name not in specs:
+        raise KernelError(f"the kernel {self.kernel_name!r} is not installed on {self.shown}; installed there: {', '.join(sorted(specs)) or 'none'}")
+
+@patch_to(RemoteKernel)
+def _exists(self, timeout:float) -> bool:
+    "Does the server have the kernel `kernel_id` (one REST call)?"
+    try: self._rest('GET', 'kernels', self.kernel_id, timeout=timeout)
+    except NotFoundError: return False
+    return True
+
+@patch_to(RemoteKernel)
+def _gone(self) -> KernelError:
+    "The error of an attached kernel the server does not have"
+    return KernelError(f'the kernel {self.kernel_id} does not exist (any more) on {self.shown}: give the id of a kernel running there, '
+                       'or leave kernel_id out to start a new one')
+
+@patch_to(RemoteKernel)
+def check(self):
+    """KernelError unless the kernel can be had, asked before anything uses it (blocking, one REST call): the server has the kernel
+    `kernel_id` to attach to, else the kernelspec to start"""
+    t = self._start_wait()
+    if self.owned: self._check_kernelspec(t)
+    elif not self._exists(t): raise self._gone()
 
 @patch_to(RemoteKernel)
 def _start_wait(self) -> float:
@@ -193,24 +234,25 @@ def _start_wait(self) -> float:
 @patch_to(RemoteKernel)
 async def _alaunch(self) -> _Client:
     "Connect to the kernel (started on the server first if need be) and wait until it answers"
-    if self.kernel_id is None: self.kernel_id = await asyncio.to_thread(self._start_remote)
-    else:
-        try: await asyncio.to_thread(self._rest, 'GET', 'kernels', self.kernel_id, timeout=self._start_wait())
-        except NotFoundError:
-            if not self.owned: raise KernelError(f'the kernel {self.kernel_id} does not exist (any more) on {self.shown}') from None
-            self.kernel_id = await asyncio.to_thread(self._start_remote)
+    if self.kernel_id is None: self.kernel_id = await _blocking(self._start_remote)
+    elif not await _blocking(self._exists, self._start_wait()):
+        if not self.owned:
+            self.reached = False  # (listed as not started, not as an idle kernel)
+            raise self._gone()
+        self.kernel_id = await _blocking(self._start_remote)
     client = _Client(kernel_name=self.kernel_name, startup_timeout=int(self.startup_timeout))
     ws = _api(self.url.replace('http', 'ws', 1), 'kernels', self.kernel_id, 'channels')
     client.kc = _WSClient(asyncio.get_running_loop(), self.shown, alive=self._alive, endpoint=ws, token=self.token, headers=dict(self._headers),
                           timeout=self.startup_timeout, log=client.log)
     try:
-        await asyncio.to_thread(client.kc.start_channels)
+        await _blocking(client.kc.start_channels)
         await _first(client.ready(self.startup_timeout, alive=lambda: not client.kc.died.done()), client.kc.died)
     except BaseException as e:
         await self._adiscard(client, kill=False)
         if isinstance(e, (asyncio.CancelledError, KernelError)): raise
         raise KernelError(f'the kernel {self.kernel_id} on {self.shown} did not answer: {type(e).__name__}: {e}') from None
     self.language = (client.info.get('language_info', {}).get('name') or '').lower() or None
+    self.reached = True
     return client
 
 # %% ../../nbs/08_kernels.remote.ipynb #77f3733a
@@ -226,21 +268,22 @@ def _lost(self, client) -> bool: return client.kc.kept
 @patch_to(RemoteKernel)
 def _alive(self) -> bool:
     "Does the server still run our kernel (asked within 2 s: on the websocket's thread, as it closes)?"
-    try: return (self._rest('GET', 'kernels', self.kernel_id, timeout=2) or {}).get('execution_state') not in _GONE
+    try: got = self._rest('GET', 'kernels', self.kernel_id, timeout=2) or {}
     except (KernelError, NotFoundError): return False
+    return isinstance(got, dict) and got.get('execution_state') not in _GONE  # (other JSON: not a server that runs it)
 
 @patch_to(RemoteKernel)
 async def _ainterrupt(self, client):
     "Ask the server to interrupt; within `stop_grace` s, as every call of a stop (a server that stops answering must not hold one up)"
-    await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'interrupt', timeout=self.stop_grace)
+    await _blocking(self._rest, 'POST', 'kernels', self.kernel_id, 'interrupt', timeout=self.stop_grace)
 
 @patch_to(RemoteKernel)
 async def _adiscard(self, client, kill:bool):
     "Disconnect; `kill` (a hard stop) also has the server restart the kernel, unless it is already restarting a dead one"
     dead = client.kc is not None and client.kc.died.done()
-    if client.kc is not None: await asyncio.to_thread(client.kc.stop_channels)
+    if client.kc is not None: await _blocking(client.kc.stop_channels)
     if kill and not dead and self.kernel_id:
-        try: await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'restart', timeout=self.stop_grace)
+        try: await _blocking(self._rest, 'POST', 'kernels', self.kernel_id, 'restart', timeout=self.stop_grace)
         except NotFoundError: pass
         except KernelError as e:  # (the run still answers, with its outputs so far, and says so)
             self.notice = (f'a cell was stopped by restarting its kernel, but {e}: the kernel may still be running that cell '
@@ -256,8 +299,8 @@ async def _aretire(self, closing:bool):
         if c is not None: await self._adiscard(c, kill=False)
         if self.kernel_id is None: return
         if not closing:
-            with suppress(NotFoundError): await asyncio.to_thread(self._rest, 'POST', 'kernels', self.kernel_id, 'restart')
+            with suppress(NotFoundError): await _blocking(self._rest, 'POST', 'kernels', self.kernel_id, 'restart')
         elif self.owned:
-            with suppress(NotFoundError, KernelError): await asyncio.to_thread(self._rest, 'DELETE', 'kernels', self.kernel_id, timeout=self.stop_grace)
+            with suppress(NotFoundError, KernelError): await _blocking(self._rest, 'DELETE', 'kernels', self.kernel_id, timeout=self.stop_grace)
             if self._reaper: self._reaper.detach()
     finally: self._lock.release()
