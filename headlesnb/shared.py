@@ -86,6 +86,9 @@ class JupyterDocs:
         self.server()
         r = self._get('GET', '/api/collaboration/session/headlesnb-probe.ipynb')  # the route answers PUT only: 405 means it is there
         if r.status_code == 405: return None
+        if self._get('GET', '/api/contents', params=dict(content=0)).status_code == 404:  # (nothing to install there: a kernel gateway)
+            return (f"the server at {self.shown} runs kernels only (it has no contents API, as an Enterprise Gateway): the notebooks are the "
+                    "files here, and no JupyterLab page of that server shows them")
         return (f"the Jupyter server at {self.shown} has no shared documents (the jupyter-collaboration extension): headlesnb edits the "
                 f"files, and a JupyterLab page open on them does not show edits live; to see them live, `{INSTALL}` where the server "
                 "runs and restart it")

@@ -418,6 +418,18 @@ def test_a_notebooks_kernel_is_looked_for_on_the_server(enterprise_gateway):
         kernel_for_notebook({'kernelspec': {'name': 'ir', 'language': 'R'}}, jupyter_url=g.url, jupyter_token=g.token)
 
 
+def test_a_gateway_is_not_told_to_install_shared_documents(enterprise_gateway, tmp_path):
+    "An Enterprise Gateway runs kernels only: the note says so, not to install jupyter-collaboration there (it cannot take it)"
+    from headlesnb import NotebookManager
+    g = enterprise_gateway
+    nm = NotebookManager(tmp_path, jupyter_url=g.url, jupyter_token=g.token)
+    try:
+        note = nm.use_notebook(notebook_name='n', mode='create')['note']
+        assert note.startswith(f'the server at {g.url} runs kernels only') and 'install' not in note, note
+        assert nm.insert_execute_code_cell(-1, '6 * 7')['outputs'][0]['data']['text/plain'] == ['42']
+    finally: nm.close_all()
+
+
 def test_an_unknown_kernel_or_kernelspec_of_the_server_is_refused_at_use(server, tmp_path):
     """With a Jupyter server, `use_notebook(kernel_id=)` and `use_notebook(kernel=)` ask the server at once, as a local kernelspec is
     checked: one it does not have is a KernelError and changes nothing (no file, no notebook in use); a kernel gone from the server
@@ -469,6 +481,7 @@ def test_a_server_answering_other_json_is_a_clear_error(tmp_path, get, post, ask
     """A server whose answers are JSON, but not the kernels API's (another service, a proxy): a KernelError naming the server, the
     request and what it answered, as for an answer that is not JSON; `use_notebook(kernel=)` refuses it and makes nothing"""
     from headlesnb import NotebookManager
+    from headlesnb.kernels.subkernel import list_kernelspecs
     with _OtherJSON(get, post) as other:
         with pytest.raises(KernelError) as e: RemoteKernel(other.url, 'sekrit').run('1')
         msg = str(e.value)
@@ -481,6 +494,8 @@ def test_a_server_answering_other_json_is_a_clear_error(tmp_path, get, post, ask
                     nm.use_notebook(notebook_name='n', mode='create', kernel='python3')
                 assert (list(tmp_path.iterdir()), nm.list_notebooks()) == ([], [])
             finally: nm.close_all()
+            with pytest.raises(KernelError, match=re.escape(f'{other.url} answered GET /api/kernelspecs with ')):
+                list_kernelspecs(other.url, 'sekrit')  # (list_kernels' kernelspecs: it was AttributeError or "installed: none")
 
 
 CLOSED_AT_EXIT = textwrap.dedent('''

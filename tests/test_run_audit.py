@@ -113,6 +113,13 @@ def test_bad_input_is_a_clear_exit_2(tmp_path, args, says):
     assert r.returncode == 2 and says in r.stderr and 'Traceback' not in r.stderr, r.stderr
     assert not (tmp_path/'ran').exists() and not (tmp_path/'o.ipynb').exists()
 
+def test_a_bad_parameter_name_is_shown_on_one_line(tmp_path):
+    "papermill's warning of an unknown parameter printed a name holding newlines as lines of their own, which read as code run"
+    mk(tmp_path/'q.ipynb', '1')
+    r = hb('q.ipynb', 'o.ipynb', '-y', '"a\\nimport os\\nb": 1', cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.splitlines() == ["Passed unknown parameter: 'a\\nimport os\\nb'",
+        "headlesnb: parameter name 'a\\nimport os\\nb' is not a Python identifier (letters, digits and _, not starting with a digit)"], r.stderr
+
 @pytest.mark.parametrize('opt', [['--jobs', '2'], ['--inplace'], ['--cluster', 'local:1']])
 def test_two_paths_with_jobs_or_inplace_are_not_silently_two_inputs(tmp_path, opt):
     "Two paths are papermill's INPUT OUTPUT: --jobs/--inplace must not run OUTPUT as a second input"

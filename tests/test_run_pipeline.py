@@ -150,6 +150,22 @@ def test_a_crash_in_a_batch_says_so(tmp_path):
     assert [(x['status'], x['exit_code']) for x in s] == [('dead', 138), ('ok', 0)], r.stdout + r.stderr
     assert 'signal SIGSEGV: a crash in C code' in s[0]['message'] and 'with -k python3' in s[0]['message'], s[0]
 
+def test_an_output_lost_mid_run_lets_the_run_go_on_and_keeps_it(tmp_path):
+    """The output's folder turns into a file while the notebook runs: the autosaves fail, which is said once, and the run goes on
+    to the end (it stopped at the first failed save, 'failed', exit 1, the rest not run and nothing kept); the end is as for a store lost"""
+    src = mk_nb(tmp_path / 'm.ipynb', 'import time; time.sleep(2); print(1)', 'time.sleep(1); print(2)', 'print(3)')
+    (tmp_path / 'od').mkdir()
+    p = subprocess.Popen([*HB, src, tmp_path / 'od' / 'o.ipynb', '--summary', tmp_path / 's.json'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, stdin=subprocess.DEVNULL)
+    time.sleep(1); shutil.rmtree(tmp_path / 'od'); (tmp_path / 'od').touch()
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 74 and err.count('an autosave of the output failed') == 1 and 'the run goes on' in err, err
+    s = json.loads((tmp_path / 's.json').read_text())
+    assert (s['status'], s['cells_run']) == ('unsaved', 3), s
+    kept = Path(re.search(r'kept in (\S+): copy it', err).group(1))
+    assert [texts(c) for c in nbformat.read(kept, as_version=4).cells] == ['1\n', '2\n', '3\n']
+    shutil.rmtree(kept.parent)
+
 def test_an_output_dir_that_is_the_inputs_folder_is_refused(tmp_path):
     "Its output would overwrite the input (--inplace says so on purpose): refused before anything runs, the input as it was"
     src = mk_nb(tmp_path / 'src.ipynb', 'print(1)')
@@ -402,18 +418,21 @@ def test_a_k_batch_runs_on_warm_kernels_with_the_same_lines_table_and_summary(tm
 # ---------------------------------------------------------------------------------------------------------------
 # Dask: real scheduler and worker processes
 
+# Dask's HTTP server listens on 0.0.0.0 (8787 for a scheduler) even with --no-dashboard: on a free port of 127.0.0.1 instead
+LOOPBACK_HTTP = ('--dashboard-address', '127.0.0.1:0')
+
 @pytest.fixture
 def dask_cluster(tmp_path):
     "A `dask scheduler` and a function starting `dask worker` processes (no nanny: a killed worker stays dead); stopped by PID"
     pytest.importorskip('distributed')
     port, procs = free_port(), []
     env = {**os.environ, 'DASK_DISTRIBUTED__WORKER__DAEMON': 'False'}
-    sched = subprocess.Popen(['dask', 'scheduler', '--host', '127.0.0.1', '--port', str(port), '--no-dashboard', '--no-show'],
+    sched = subprocess.Popen(['dask', 'scheduler', '--host', '127.0.0.1', '--port', str(port), '--no-dashboard', '--no-show', *LOOPBACK_HTTP],
                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / 'scheduler.log', 'w'), env=env)
     procs.append(sched)
     def worker():
         w = subprocess.Popen(['dask', 'worker', f'tcp://127.0.0.1:{port}', '--host', '127.0.0.1', '--nthreads', '1', '--no-nanny',
-                              '--no-dashboard'], stdout=subprocess.DEVNULL, stderr=open(tmp_path / f'worker{len(procs)}.log', 'w'), env=env)
+                              '--no-dashboard', *LOOPBACK_HTTP], stdout=subprocess.DEVNULL, stderr=open(tmp_path / f'worker{len(procs)}.log', 'w'), env=env)
         procs.append(w)
         return w
     try:
@@ -458,6 +477,12 @@ def test_cluster_runs_a_batch_and_a_killed_worker_reruns_once_then_fails(dask_cl
     assert s['ok0']['status'] == s['ok1']['status'] == 'ok'  # nothing else lost
     assert 'twice.ipynb: dead' in err and 'once.ipynb: ok' in err
     assert len((tmp_path / 'twice.attempts').read_text().split()) == 2  # it ran twice, not a third time
+
+def test_a_local_cluster_says_a_missing_notebook_is_missing_here(tmp_path):
+    "`local:N`'s workers are on this machine: a missing input is missing, as with --jobs (it blamed another machine's worker)"
+    mk_nb(tmp_path / 'a.ipynb', 'print(1)')
+    r = hb(tmp_path / 'a.ipynb', tmp_path / 'none.ipynb', '--output-dir', tmp_path / 'out', '--cluster', 'local:1')
+    assert r.returncode == 1 and f"{tmp_path / 'none.ipynb'}: no such notebook)" in r.stderr and 'Dask worker' not in r.stderr, r.stderr
 
 def test_cluster_reads_relative_paths_from_the_callers_folder_and_says_whose_machine_lacks_a_file(dask_cluster, tmp_path):
     address, worker = dask_cluster

@@ -243,7 +243,8 @@ def _line(j, k:int, n:int) -> str:
     s = f"[{k}/{n}] {redact(j.inp)}: {j.status}"
     if j.cells: s += f", {j.cells} cells"
     s += f", {j.seconds:.1f}s"
-    if j.out and j.status not in ('error', 'unsaved'): s += f" -> {redact(j.out)}"  # (unsaved: its message says where it went)
+    nothing = j.status in ('error', 'unsaved') or (j.summary or {}).get('exit_code') == 2  # (nothing written there: a `lost` one that never started too)
+    if j.out and not nothing: s += f" -> {redact(j.out)}"
     if j.message and j.status != 'ok': s += f" ({j.message})"
     return s
 

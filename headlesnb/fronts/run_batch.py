@@ -360,7 +360,8 @@ def cluster_task(a, inp:str, out:str|None, key:list, left:int=2, stop:str|None=N
 def _run_task(a, j:_Job, me:str, tried:list, left:int) -> _Job:
     inp, out = j.inp, j.out
     if (p := local_path(inp)) is not None and not Path(p).expanduser().exists():  # (the caller's machine may have it: say whose machine looked)
-        j.status, j.message = 'error', (f"{inp}: no such notebook on the Dask worker {me}: a worker reads the paths given on its own machine: "
+        j.status, j.message = 'error', (f"{inp}: no such notebook" if a.cluster.startswith('local:') else  # (its workers are on this machine)
+                                        f"{inp}: no such notebook on the Dask worker {me}: a worker reads the paths given on its own machine: "
                                         "give a path it has (a shared folder) or a URL")
         j.summary = run_summary(None, inp, out, 'error', j.message); j.summary['exit_code'] = 2
         return j

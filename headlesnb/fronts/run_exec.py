@@ -546,6 +546,7 @@ class _Run(BaseManager):
         self.lock = self.doc.lock  # guards the notebook and the current cell between the run and the watcher
         self.current, self.turn, self.ran, self.shown = None, None, 0, {}  # the cell running; the cell whose turn it is
         self.saved_at, self.due, self.save_lock = time.monotonic(), None, threading.Lock()  # the last write; when one held back is due
+        self.save_failed = None  # why the last autosave failed (said once)
         self.watchdog = None  # a `_Watchdog`, while timed cells run on an in-process kernel
         self.stopped_in = None  # the cell whose end found `interrupted` set
         self.guard = None  # `_Interrupts`, while an in-process cell runs on the main thread
@@ -690,8 +691,9 @@ def _watch(self:_Run, stop:threading.Event):
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #f5cac7e0
 @patch
-def save(self:_Run, force:bool=False, wait:bool=False):
-    "Write the notebook: past the gap since the last save, or now with `force`; an autosave to a store is sent without waiting unless `wait`"
+def save(self:_Run, force:bool=False, wait:bool=False, final:bool=False):
+    """Write the notebook: past the gap since the last save, or now with `force`; an autosave to a store is sent without waiting unless
+    `wait`. A write that fails before the `final` one is said once and the run goes on (the final one decides: see `_keep`)"""
     if self.save_fn is None or not (force or self.incremental): return
     if not force and time.monotonic() - self.saved_at < self.save_gap:
         self.due = self.saved_at + self.save_gap  # delayed, not dropped: the watcher writes it then
@@ -700,7 +702,13 @@ def save(self:_Run, force:bool=False, wait:bool=False):
         self.due = None
         with self.lock: text = dump_nb(self.nb)
         post = None if wait else getattr(self.save_fn, 'post', None)
-        (post or self.save_fn)(text)
+        try: (post or self.save_fn)(text)
+        except (HeadlesnbError, OSError) as e:
+            if final: raise
+            if (why := self._write_error(e)) != self.save_failed:  # (said once, not at every cell)
+                self.save_failed = why
+                log.warning(f"headlesnb: an autosave of the output failed ({why}); the run goes on")
+            return
         self.saved_at = time.monotonic()
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #4e7af360
@@ -838,15 +846,20 @@ def _finish(self:_Run, rep:RunReport):
     if rep.ran: self.nb.metadata['language_info'] = getattr(self.kernel, 'language_info', None) or _PY_INFO
     if self.bar: self.bar.close(sum(c.metadata.papermill['status'] != 'pending' for c in self.nb.cells))  # (before the banner cells, which have no status)
     if rep.failure and rep.status in ('failed', 'timeout'): add_error_banner(self.nb, rep.failure['cell_index'], rep.failure['exec_count'])
-    try: self.save(force=True, wait=True)
+    try: self.save(force=True, wait=True, final=True)
     except (HeadlesnbError, OSError) as e: rep.unsaved = self._keep(e)  # (the work is done: a store gone or a full disk must not throw it away)
+
+@patch
+def _write_error(self:_Run, e:Exception) -> str:
+    "What failed writing the output, for a person"
+    out = self.nb.metadata.papermill.get('output_path')  # (redacted: no password of a URL)
+    return f"{e.filename or out or 'the output'}: {e.strerror or e}" if isinstance(e, OSError) else str(e)
 
 @patch
 def _keep(self:_Run, e:Exception) -> str:
     """The output could not be written at the end of the run (`e`): the executed notebook goes to a new private folder of the
     temporary folder instead. What failed, and where the notebook is"""
-    out = self.nb.metadata.papermill.get('output_path')  # (redacted: no password of a URL)
-    why = f"{e.filename or out or 'the output'}: {e.strerror or e}" if isinstance(e, OSError) else str(e)
+    out, why = self.nb.metadata.papermill.get('output_path'), self._write_error(e)
     name = basename(out) if out and out != '-' else ''
     if name in ('', '.', '..'): name = 'output.ipynb'
     try:
@@ -937,7 +950,7 @@ def _prepare(input_path, output_path, parameters, report_mode, language, kernel_
     if params:
         known = {p['name'] for p in infer_parameters(nb)}
         for p in params:
-            if p not in known: log.warning(f"Passed unknown parameter: {p}")
+            if p not in known: log.warning(f"Passed unknown parameter: {p if str(p).isidentifier() else repr(p)}")  # (a bad name, refused next, on one line)
         inject_parameters(nb, params, report_mode, notebook_language(nb, language))
     shown = lambda p: redact(p) if isinstance(p, str) else None  # (no password of a URL goes into the notebook)
     prepare_metadata(nb, shown(input_path), shown(output_path), report_mode)

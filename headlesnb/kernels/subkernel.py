@@ -23,10 +23,11 @@ def list_kernelspecs(jupyter_url:str|None=None, jupyter_token:str|None=None, tim
     name -> {'display_name', 'language', 'argv', 'interrupt_mode'}"""
     if jupyter_url is not None:
         from headlesnb.kernels.remote import RemoteKernel
-        specs = RemoteKernel(jupyter_url, jupyter_token)._rest('GET', 'kernelspecs', timeout=timeout).get('kernelspecs', {})
+        specs = RemoteKernel(jupyter_url, jupyter_token)._rest('GET', 'kernelspecs', timeout=timeout, field=('kernelspecs', dict))
     else: specs = KernelSpecManager().get_all_specs()
-    return {n: {'display_name': s['spec'].get('display_name', n), 'language': s['spec'].get('language', ''),
-                'argv': s['spec'].get('argv', []), 'interrupt_mode': s['spec'].get('interrupt_mode', 'signal')}
+    spec = lambda s: s['spec'] if isinstance(s, dict) and isinstance(s.get('spec'), dict) else {}  # (a server's answer may lack it)
+    return {n: {'display_name': spec(s).get('display_name', n), 'language': spec(s).get('language', ''),
+                'argv': spec(s).get('argv', []), 'interrupt_mode': spec(s).get('interrupt_mode', 'signal')}
             for n, s in sorted(specs.items())}
 
 def _not_installed(name:str, installed) -> KernelError:
