@@ -328,15 +328,13 @@ def _run_forked(a, jobs:list, report) -> bool:
 def _write_status(path, code:int, rep=None, message:str='', summary:dict|None=None):
     "A child's report to the batch that started it: status, cells, message, its --summary object (`rep`: the run's `RunReport`)"
     from headlesnb.fronts.run_batch import _STATUS_OF
-    from headlesnb.fronts.run_exec import _error_name
+    from headlesnb.fronts.run_exec import run_message
     if not path: return
     st = _STATUS_OF.get(code, 'error')
     d = dict(status=st, message=message, summary=summary)
     if rep is not None:
         d.update(ran=rep.ran, total=rep.total, seconds=rep.seconds)
-        if rep.unsaved: d['message'] = rep.unsaved  # (what a batch most needs to say: where its work went)
-        elif rep.failure: d['message'] = f"cell {rep.failure['cell_index'] + 1} (id {rep.failure['cell_id']}): {_error_name(rep.failure)}"
-        if rep.status == 'timeout' and not rep.unsaved: d['message'] += ' (past --total-timeout)'
+        d['message'] = run_message(rep) or message
     Path(path).write_text(json.dumps(d))
 
 # %% ../../nbs/26c_fronts.run.ipynb #f2d60567

@@ -18,7 +18,7 @@ from ..errors import BadArgumentError, HeadlesnbError, KernelError
 from ..utils import die_with_parent, redact
 from ..base import make_kernel
 from .run_io import local_path, make_folder, scrub, text_sink
-from .run_exec import log, RunReport, _execute, _error_name, start_seconds, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
+from .run_exec import log, RunReport, _execute, run_message, start_seconds, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #300de3a4
 def _stderr(text:str): print(text, file=sys.stderr)
@@ -244,8 +244,7 @@ def run_job(a, j:_Job, pool:KernelPool):
     j.seconds, j.log = time.monotonic() - t0, h.buf.getvalue()
     j.status = _STATUS_OF.get(code, 'error')
     if rep is not None: j.cells = f'{rep.ran}/{rep.total}'
-    f = rep.failure if rep is not None else None
-    j.message = msg or (rep.unsaved if rep is not None and rep.unsaved else f"cell {f['cell_index'] + 1} (id {f['cell_id']}): {_error_name(f)}" if f else '')
+    j.message = msg or (run_message(rep) if rep is not None else '')
     j.summary = run_summary(rep, j.inp, j.out, j.status, j.message)
     j.summary['exit_code'] = code
     return j

@@ -8,7 +8,8 @@ __all__ = ['log', 'ERROR_MARKER_TAG', 'ERROR_MESSAGE_TEMPLATE', 'ERROR_ANCHOR_MS
            'bash_literal', 'parameters_source', 'first_tagged', 'inject_parameters', 'infer_parameters',
            'parse_notebook', 'load_notebook', 'prepare_metadata', 'remove_error_markers', 'add_error_banner',
            'skipped_cells', 'read_scraps', 'notebook_language', 'run_kernel_name', 'start_seconds', 'make_run_kernel',
-           'NotebookExecutionError', 'DeadKernelError', 'RunReport', 'execute_notebook', 'run_summary', 'run_notebook']
+           'run_message', 'NotebookExecutionError', 'DeadKernelError', 'RunReport', 'execute_notebook', 'run_summary',
+           'run_notebook']
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #40b897bf
 import ast, base64, binascii, json, keyword, logging, math, os, platform, re, select, shlex, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
@@ -444,6 +445,12 @@ def _what(ename, evalue) -> str:
 def _error_name(f:dict) -> str:
     "A failure's short name for a batch's line: its `ename`, or for a nameless error what `_what` says"
     return f['ename'] or _what(f['ename'], f['evalue'])
+
+def run_message(rep) -> str:
+    "What a batch says of a run (a `RunReport`): where its work went if its output could not be written, else its failing cell, else nothing"
+    if rep.unsaved: return rep.unsaved
+    if not (f := rep.failure): return ''
+    return f"cell {f['cell_index'] + 1} (id {f['cell_id']}): {_error_name(f)}" + (' (past --total-timeout)' if rep.status == 'timeout' else '')
 
 class NotebookExecutionError(HeadlesnbError):
     "A cell failed: which one (0-based `cell_index` in the executed notebook, its id and execution count) and its error"

@@ -25,10 +25,11 @@ def list_kernelspecs(jupyter_url:str|None=None, jupyter_token:str|None=None, tim
         from headlesnb.kernels.remote import RemoteKernel
         specs = RemoteKernel(jupyter_url, jupyter_token)._rest('GET', 'kernelspecs', timeout=timeout, field=('kernelspecs', dict))
     else: specs = KernelSpecManager().get_all_specs()
-    spec = lambda s: s['spec'] if isinstance(s, dict) and isinstance(s.get('spec'), dict) else {}  # (a server's answer may lack it)
-    return {n: {'display_name': spec(s).get('display_name', n), 'language': spec(s).get('language', ''),
-                'argv': spec(s).get('argv', []), 'interrupt_mode': spec(s).get('interrupt_mode', 'signal')}
-            for n, s in sorted(specs.items())}
+    def info(n, s):
+        spec = s['spec'] if isinstance(s, dict) and isinstance(s.get('spec'), dict) else {}  # (a server's answer may lack it)
+        return {'display_name': spec.get('display_name', n), 'language': spec.get('language', ''), 'argv': spec.get('argv', []),
+                'interrupt_mode': spec.get('interrupt_mode', 'signal')}
+    return {n: info(n, s) for n, s in sorted(specs.items())}
 
 def _not_installed(name:str, installed) -> KernelError:
     return KernelError(f"the kernel {name!r} is not installed; installed kernels: {', '.join(installed) or 'none'} "
