@@ -244,6 +244,30 @@ def test_ctrl_c_stops_the_stdio_server_running_a_sleeping_cell(tmp_path):
     assert p.wait(30) == 130 and time.monotonic() - t0 < 5, time.monotonic() - t0
     assert 'Traceback' not in p.stderr.read()
 
+def test_ctrl_c_that_comes_with_the_kernels_own_stop_still_stops_the_server(tmp_path):
+    """A Ctrl-C arriving while the kernel's own stop of a cell is on its way is not taken for that stop (two SIGINTs that
+    come together are handled once): the cell stops and so does the server. The cell holds both back (it blocks every
+    signal on the main thread and waits in C) until the Ctrl-C has come, so they meet however fast the machine is"""
+    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def send(m): p.stdin.write(json.dumps(dict(jsonrpc='2.0', **m)) + '\n'); p.stdin.flush()
+    send(dict(id=1, method='initialize', params=dict(protocolVersion='2025-06-18', capabilities={}, clientInfo=dict(name='t', version='1'))))
+    assert 'result' in json.loads(p.stdout.readline())
+    send(dict(method='notifications/initialized'))
+    send(dict(id=2, method='tools/call', params=dict(name='use_notebook', arguments=dict(notebook_name='n', mode='create'))))
+    assert 'result' in json.loads(p.stdout.readline())
+    deaf = ('import ctypes, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\n' + STARTED +
+            'ctypes.CDLL(None).sleep(3)\nprint("went " + "on")')
+    send(dict(id=3, method='tools/call', params=dict(name='execute_code', arguments=dict(code=deaf, timeout=1))))
+    poll(lambda: (tmp_path / 'started').exists(), 60, 'the cell started')
+    time.sleep(1.5)  # the timeout's stop was sent at 1 s
+    p.send_signal(signal.SIGINT)
+    answer = json.loads(p.stdout.readline())  # at about 3 s, when the cell sees its signals
+    assert answer['id'] == 3 and 'went on' not in json.dumps(answer), answer
+    p.stdin.close()
+    assert p.wait(30) == 130, 'the Ctrl-C was lost: the server went on'
+    assert 'Traceback' not in p.stderr.read()
+
 def test_sigterm_ends_the_stdio_server_running_a_sleeping_cell_with_its_stdin_open(tmp_path):
     p = stdio_sleeping(tmp_path)
     t0 = time.monotonic()
@@ -278,6 +302,20 @@ def test_api_kernel_interrupt_stops_a_sleep():
         r = k.run('ev.set()\nimport time; time.sleep(60)')
         took = time.monotonic() - box['t0']
         assert r.status == 'interrupted' and took < STOPPED, (took, r)
+
+def test_api_a_stop_reaches_a_cell_as_a_jupyter_interrupt_would():
+    "A cell's own SIGINT handler gets the stop; a cell holding SIGINT back is stopped once it lets it through, not before"
+    from headlesnb.kernels.inprocess import InProcessKernel
+    with InProcessKernel(main_thread=True) as k:
+        r = k.run('import signal, time\ngot = []\nsignal.signal(signal.SIGINT, lambda *a: got.append(1))\n'
+                  'while not got: time.sleep(0.01)\nprint("handled")', timeout=0.5)
+        assert 'handled' in str(r.outputs) and k.namespace['got'], r
+        t0 = time.monotonic()
+        r = k.run('import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\ntime.sleep(1.5)\nprint("held")\n'
+                  'signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\ntime.sleep(30)', timeout=0.5)
+        took = time.monotonic() - t0
+        assert r.status == 'timeout' and 'held' in str(r.outputs) and 1.4 < took < 5, (took, r)
+        assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42']
 
 def test_api_manager_timeout_stops_a_sleep(tmp_path):
     "The managers' in-process kernels run a main-thread caller's cells on the main thread (09_base passes main_thread=True)"

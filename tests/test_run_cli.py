@@ -669,6 +669,18 @@ def test_an_in_process_cell_that_catches_the_interrupt_still_ends_the_run(tmp_pa
     assert [c.metadata.papermill.status for c in nb.cells] == ['completed', 'failed', 'pending']
     assert texts(nb.cells[1]).startswith('started\nignored\n') and nb.cells[2].execution_count is None
 
+def test_ctrl_c_past_a_cells_timeout_is_the_users(tmp_path):
+    "The kernel stops a timed-out cell with a signal of its own, so Ctrl-C then is still the user's: a second one ends the run at once (it was ignored till the watchdog's kill, 137)"
+    src = mk_nb(tmp_path / 'in.ipynb', f'print("started", flush=True)\n{STUBBORN}', 'print("never")')
+    p = subprocess.Popen([*HB, str(src), str(tmp_path / 'out.ipynb'), '--log-output', '--execution-timeout', '2'], stderr=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, preexec_fn=_default_sigint)
+    for line in p.stderr:
+        if line.startswith('started'): break
+    time.sleep(2.5)  # past the timeout: the kernel is stopping the cell, which runs on
+    p.send_signal(signal.SIGINT); time.sleep(0.3); p.send_signal(signal.SIGINT)
+    rest = p.stderr.read()
+    assert p.wait(30) == 130 and 'caught the interrupt and ran on' in rest, rest
+
 def test_an_in_process_cell_that_catches_the_interrupt_and_ends_stops_the_run_there(tmp_path):
     rc, took, rest, nb = _interrupt(tmp_path, 'import time\ntry: time.sleep(30)\nexcept KeyboardInterrupt: print("caught")', signal.SIGINT)
     assert rc == 130 and took < 10 and rest.strip().splitlines()[-1] == INTERRUPTED, rest

@@ -372,8 +372,9 @@ def _sigterm_as_interrupt():
         yield got; return
     def on_term(signum, frame):
         got.append(signum)
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN: raise KeyboardInterrupt  # (a shell's background job ignores SIGINT)
-        signal.raise_signal(signal.SIGINT)  # stopped as Ctrl-C stops it, by whoever handles SIGINT now (a running cell's stop)
+        if (h := signal.getsignal(signal.SIGINT)) is signal.SIG_IGN: raise KeyboardInterrupt  # (a shell's background job ignores SIGINT)
+        if callable(h): h(signal.SIGINT, frame)  # stopped as Ctrl-C stops it, by whoever handles SIGINT now (a running cell's stop)
+        else: signal.raise_signal(signal.SIGINT)
     old = signal.signal(signal.SIGTERM, on_term)
     try: yield got
     finally: signal.signal(signal.SIGTERM, old)

@@ -615,21 +615,16 @@ class _Interrupts:
             if cell is not None and self.run.current is cell and time.monotonic() - self.first > self.grace: self.run._abandon(143 if self.term else 130)
 
     def take(self):
-        """Judge the signals that came against the cell running now. The run calls it too as a cell ends, before the cell
-        stops being the running one: the kernel's own SIGINTs that stopped a timed-out cell are judged with that cell, not
-        as Ctrl-C between cells, however late this thread would have read them"""
+        """Judge the signals that came (SIGINT or SIGTERM: the kernel stops a timed-out cell with a signal of its own) against
+        the cell running now. The run calls it too as a cell ends, before the cell stops being the running one: a Ctrl-C
+        that came during that cell is judged with it, not as one between cells, however late this thread would have read it"""
         with self.mu:
             try: got = os.read(self.rfd, 512)
             except BlockingIOError: return
             self.term = self.term or signal.SIGTERM in got
-            for _ in range(got.count(signal.SIGINT) if self._outside() else 0):
+            for _ in range(got.count(signal.SIGINT) + got.count(signal.SIGTERM)):
                 if self.first is None: self.first, self.cell = time.monotonic(), self.run.current; self.run.interrupted = True
                 elif self.cell is not None and self.run.current is self.cell: self.run._abandon(143 if self.term else 130)
-
-    def _outside(self) -> bool:
-        "Can a SIGINT now be the user's? Past the cell's timeout the kernel sends its own, to stop the cell"
-        r = self.run
-        return r.current is None or r.cell_timeout is None or time.monotonic() < r.cell_t0 + r.cell_timeout
 
     def close(self):
         self.stop.set(); self.t.join()
@@ -731,7 +726,7 @@ def _cell_turn(self:_Run, it, cid:str):
 @patch
 def _run_started(self:_Run, it, cid:str):
     "The kernel is about to run the cell: the watcher follows it, the watchdog guards it"
-    self.current, self.shown, self.cell_t0 = self.doc.cell(cid), {}, time.monotonic()
+    self.current, self.shown = self.doc.cell(cid), {}
     self.ran += 1
     self._guard(self.current)
 

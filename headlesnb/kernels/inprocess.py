@@ -93,6 +93,9 @@ def _exit(code):
 os._exit = _exit
 
 _sigint_ways = os.kill, signal.raise_signal, signal.pthread_kill, _thread.interrupt_main  # the real ones (the stopper sends with these)
+# The signal a kernel stops its own cell on the main thread with. Not SIGINT: two SIGINTs that come together are handled
+# once, so a Ctrl-C arriving with one of ours would be taken for ours and never reach the program (a server kept running)
+_STOP = signal.SIGRTMIN + 7 if hasattr(signal, 'SIGRTMIN') else signal.SIGUSR2
 
 def _to_cell(sig) -> bool:
     """A SIGINT that a cell (or a thread it started) sends to its own process: it stops that kernel's running cell, as it would in
@@ -240,12 +243,13 @@ class _Run(_Handed):
 _main_stuck = None  # a cell handed to the main thread and reported stuck: until it returns, cells run on their loop threads
 
 class _HereRun(_Handed):
-    "One cell run on the main thread (the caller's own, or handed to `MAIN` by `start`), stopped by SIGINT sent to that thread"
+    "One cell run on the main thread (the caller's own, or handed to `MAIN` by `start`), stopped by `_STOP` sent to that thread"
     def __init__(self, kernel, shell, code:str):
         self.kernel, self.shell, self.code = kernel, shell, code
         self.lock, self.ended, self.wake = threading.Lock(), threading.Event(), concurrent.futures.Future()
         self.running, self.task, self.reason, self.halted, self.res = False, None, None, False, None
-        self.own = self.outside = False  # a SIGINT of ours is on its way; one came from elsewhere (Ctrl-C)
+        self.sent = self.seen = 0  # our stop signals sent to the main thread, and handled there
+        self.outside = False  # a SIGINT came (Ctrl-C): the host gets it once the cell has stopped
 
     def start(self):
         "Hand the cell to the main thread (once the kernel knows this run)"
@@ -254,7 +258,7 @@ class _HereRun(_Handed):
         return self
 
     def stop(self, reason:str):
-        "Ask for the cell to be stopped (from any thread): SIGINTs are sent from the moment it runs until it ends"
+        "Ask for the cell to be stopped (from any thread): stop signals are sent from the moment it runs until it ends"
         with self.lock:
             self.reason = self.reason or reason
             first = not (self.halted or self.ended.is_set())
@@ -269,14 +273,26 @@ class _HereRun(_Handed):
         for n in range(10**9):
             with self.lock:
                 if not self.running: return
-                self.own = True
-                _sigint_ways[2](self.tid, signal.SIGINT)
+                _sigint_ways[2](self.tid, _STOP)
+                self.sent += 1
             if self.ended.wait(0.02 if n < 25 else 0.5): return
 
+    def _on_stop(self, frame):
+        """Our stop signal, taken as a Jupyter interrupt (a SIGINT) would be: by the cell's own SIGINT handler if it set one, not
+        at all if it ignores SIGINT, later if it holds SIGINT back (the stopper sends again), else by ours"""
+        self.seen += 1
+        if not self.running or self.shell._landed or signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ()): return
+        h = signal.getsignal(signal.SIGINT)
+        if callable(h) and h not in (self._on_sigint, signal.default_int_handler): h(signal.SIGINT, frame)
+        elif h != signal.SIG_IGN: self._interrupt(frame)
+
     def _on_sigint(self, signum, frame):
-        "SIGINT during the run: interrupt the cell, or cancel its await when the loop sits idle"
-        own, self.own = self.own, False
-        self.outside = self.outside or not own  # Ctrl-C on the terminal: passed on to the host after the run
+        "A SIGINT during the run is someone's Ctrl-C: it stops the cell, and reaches the host after the run"
+        self.outside = True
+        self._interrupt(frame)
+
+    def _interrupt(self, frame):
+        "Interrupt the cell, or cancel its await when the loop sits idle"
         if not self.running or self.shell._landed: return  # came after the cell, or while its stop is reported: ignored
         if self.reason is None: self.reason, self.halted = 'interrupted', True
         if _in_select(frame): self.loop.call_soon_threadsafe(self.task.cancel)
@@ -286,6 +302,8 @@ class _HereRun(_Handed):
         "Run the cell here (on the main thread); its `ExecutionResult` (None if stopped outside the user's code)"
         global _main_stuck
         self.tid, self.loop = threading.get_ident(), self.shell.here_loop()
+        _stopping[0] = self
+        if signal.getsignal(_STOP) is not _stop_signalled: signal.signal(_STOP, _stop_signalled)  # for good: one that comes late must not end the process
         host = signal.signal(signal.SIGINT, self._on_sigint)
         timer = threading.Timer(timeout, self.stop, ('timeout',)) if timeout else None
         _in_cell.kernel = self.kernel
@@ -307,10 +325,10 @@ class _HereRun(_Handed):
                 self.ended.set()
                 if _main_stuck is self: _main_stuck = None
             if timer: timer.cancel()
-            end = time.monotonic() + 0.1  # one of ours sent but not yet seen (delivery lags the send) reaches our handler here, which
-            try:                          # ignores it: not the host's after, which would take it for Ctrl-C and stop a server
+            end = time.monotonic() + 0.1  # one of ours sent but not yet seen (delivery lags the send) reaches this run's handler
+            try:                          # here, which ignores it: not the next run's, which it would stop
                 _checkpoint()
-                while self.own and time.monotonic() < end: time.sleep(0.001)
+                while self.seen < self.sent and time.monotonic() < end: time.sleep(0.001)
             except KeyboardInterrupt: pass
             signal.signal(signal.SIGINT, host)
         if self.outside and callable(host) and host is not signal.default_int_handler:
@@ -318,7 +336,7 @@ class _HereRun(_Handed):
         return self.res
 
     def settle(self, grace:float) -> bool:
-        "Once woken: True if the cell ended; else wait up to `grace` s for the SIGINTs to end it, False if it still runs then"
+        "Once woken: True if the cell ended; else wait up to `grace` s for the stop signals to end it, False if it still runs then"
         end = time.monotonic() + grace
         while not self.fut.done() and (time.monotonic() < end or self.shell._landed and time.monotonic() < end + 5):
             concurrent.futures.wait([self.fut], 0.02)
@@ -331,6 +349,11 @@ class _HereRun(_Handed):
             if not self.ended.is_set(): _main_stuck = self
 
     def result(self): return self.res
+
+_stopping = [None]  # the `_HereRun` that the stop signals sent now are for (the last one to run on the main thread)
+
+def _stop_signalled(signum, frame):
+    if (r := _stopping[0]) is not None: r._on_stop(frame)
 
 
 # %% ../../nbs/06_kernels.inprocess.ipynb #15dcb5b3
@@ -714,11 +737,11 @@ def _outcome(self, r, done:bool, timeout) -> tuple[list, str]:
     tb = _users_frames(stop['traceback'][:-1]) if stop else []
     return outs + [_error(ename, msg, tb)], r.reason
 
-_HANDLER = f'in {_HereRun._on_sigint.__qualname__}('
+_HANDLERS = tuple(f'in {f.__qualname__}(' for f in (_stop_signalled, _HereRun._on_stop, _HereRun._on_sigint, _HereRun._interrupt))
 
 def _users_frames(tb:list) -> list:
-    "A traceback without our SIGINT handler's frame (where an interrupt is raised): the user's code is all it shows"
-    return [t for t in tb if _HANDLER not in strip_ansi(t)]
+    "A traceback without our signal handlers' frames (where an interrupt is raised): the user's code is all it shows"
+    return [t for t in tb if not any(h in strip_ansi(t) for h in _HANDLERS)]
 
 # %% ../../nbs/06_kernels.inprocess.ipynb #ead5a16b
 @patch_to(InProcessKernel)
