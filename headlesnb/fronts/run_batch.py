@@ -6,7 +6,7 @@
 __all__ = ['start_kernel', 'KernelPool', 'run_job', 'run_threads', 'run_child', 'cluster_task', 'connect', 'run_cluster']
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #b07b5867
-import importlib, io, json, logging, os, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
+import importlib, io, json, logging, os, re, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from collections import deque
@@ -356,6 +356,14 @@ def cluster_task(a, inp:str, out:str|None, key:list, left:int=2, stop:str|None=N
     try: return _run_task(a, j, me, tried, left)
     finally: done.set()
 
+_STORE_TROUBLE = (': the store refused ', ': could not reach the store ')  # what run_io's `_refused` says of a store
+
+def _store_on_worker(j:_Job, me:str):
+    "A store that refused the worker `me`, or that it could not reach, did so to the worker's credentials and network: say whose"
+    if any(s in j.message for s in _STORE_TROUBLE):
+        j.message += f"; this was on the Dask worker {me}, which reaches the store with its own credentials (its environment and config files) and network, not yours"
+        if j.summary is not None: j.summary['message'] = j.message
+
 def _run_task(a, j:_Job, me:str, tried:list, left:int) -> _Job:
     inp, out = j.inp, j.out
     if (p := local_path(inp)) is not None and not Path(p).expanduser().exists():  # (the caller's machine may have it: say whose machine looked)
@@ -369,6 +377,8 @@ def _run_task(a, j:_Job, me:str, tried:list, left:int) -> _Job:
         pool.prime(a.kernel, _job_cwd(a, inp), upto=1 + min(2, left))  # this one's, and two for the next ones, started while this one runs
         run_job(a, j, pool)
     else: run_child(a, j)
+    if (s := (j.summary or {}).get('seconds')) is not None: j.seconds = s  # (the run's own time, as --summary and --jobs say it: not the worker's start of a process for it)
+    if not a.cluster.startswith('local:'): _store_on_worker(j, me)  # (local:N's workers are here, with your credentials)
     if tried:
         j.message = '; '.join(filter(None, [j.message, f"ran again on {me}: worker {tried[0]} died while running it"]))
         if j.summary is not None: j.summary['message'] = j.message
@@ -466,6 +476,7 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|N
             raise
         return client, local
     if '://' not in address: raise BadArgumentError(f"--cluster {address}: give a scheduler's address (tcp://HOST:8786) or local:N")
+    _check_address(address)
     try: return _client(address, start_timeout), None
     except ValueError as e:
         raise BadArgumentError(f"--cluster {redact(address)}: not an address Dask takes ({scrub(' '.join(str(e).split()), address)}): "
@@ -477,6 +488,17 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|N
         raise BadArgumentError(f"--cluster {redact(address)}: Dask could not connect there ({type(e).__name__}: {scrub(' '.join(str(e).split()), address)}); "
                                "headlesnb run reaches a scheduler at tcp://HOST:PORT, without TLS settings") from None
 
+def _check_address(address:str):
+    "Refuse at once an address Dask would dial for --start-timeout in vain, or refuse with a misleading hint"
+    loc = address.split('://', 1)[1].split('/', 1)[0]
+    if '@' in loc:  # (redacted: the password is never shown)
+        raise BadArgumentError(f"--cluster {redact(address)}: a user or password in the scheduler's address is not supported (Dask takes none): "
+                               "give tcp://HOST:PORT")
+    if (port := re.search(r':(\d+)$', loc)) and not 0 < int(port[1]) < 65536:
+        raise BadArgumentError(f"--cluster {redact(address)}: not an address: port {port[1]} is out of range (1 to 65535); give a scheduler's, tcp://HOST:8786")
+
+_DASK_LATE = 0.25  # seconds Dask may take past its timeout to report it (a few ms where nothing listens)
+
 def _client(address:str, timeout:float|None):
     """A Dask client of the scheduler at `address`, made within `timeout` seconds, else TimeoutError. Dask's own timeout bounds
     the connection, not the handshake after it: on a port where something else listens (a web server, a proxy) the client
@@ -487,7 +509,7 @@ def _client(address:str, timeout:float|None):
         try: got['client'] = Client(address, timeout=start_seconds(timeout))
         except BaseException as e: got['error'] = e
     t = threading.Thread(target=make, daemon=True, name='headlesnb-dask-connect')
-    t.start(); t.join(None if timeout is None else timeout + 2)  # (2 s for Dask to report its own timeout first)
+    t.start(); t.join(None if timeout is None else timeout + _DASK_LATE)  # (Dask's own report first: it names what it met)
     if 'error' in got: raise got['error']
     if 'client' not in got: raise TimeoutError(f'{redact(address)} took the connection but did not answer as a Dask scheduler')
     return got['client']
@@ -526,6 +548,11 @@ def _absolute(path):
     "A local path as a worker should read it: absolute, from the folder `headlesnb run` was started in (a worker's own is elsewhere)"
     p = local_path(path) if path is not None else None
     return path if p is None or path == '-' else str(Path(p).expanduser().resolve())
+
+def _summary_as_sent(j:_Job):
+    "Its --summary object naming the notebook and its output as the workers got them (a local path made absolute), as a run there names them"
+    j.summary = j.summary or run_summary(None, j.inp, j.out, j.status)
+    j.summary.update(input=redact(_absolute(j.inp)), output=redact(_absolute(j.out)) if j.out else None)
 
 _STOP_WAIT = 30  # seconds a stopped --cluster batch waits for its running notebooks to write what ran
 
@@ -572,6 +599,7 @@ def run_cluster(a, jobs:list, report) -> bool:
             return True
         return False
     finally:
+        for j in jobs: _summary_as_sent(j)
         if local is not None:  # its workers are stopped next: their warm kernels are shut down first, in order
             try: client.run(_close_pools)
             except Exception: pass  # (a worker that died has none)
