@@ -216,8 +216,8 @@ def test_sigterm_ends_an_idle_server(tmp_path, kind):
     out, err = p.communicate(timeout=30)
     assert p.returncode == -signal.SIGTERM and 'Traceback' not in err, f'{p.returncode}: {err}'
 
-def stdio_sleeping(root) -> subprocess.Popen:
-    "`headlesnb mcp` over stdio (JSON-RPC written by hand: the test owns the pipes) running `time.sleep(60)` in a cell"
+def stdio_running(root, code:str, timeout:float) -> subprocess.Popen:
+    "`headlesnb mcp` over stdio (JSON-RPC written by hand: the test owns the pipes) running `code` in a cell, as call 3, once it said it started"
     p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(root)], env=ENV, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     def send(m): p.stdin.write(json.dumps(dict(jsonrpc='2.0', **m)) + '\n'); p.stdin.flush()
@@ -226,8 +226,13 @@ def stdio_sleeping(root) -> subprocess.Popen:
     send(dict(method='notifications/initialized'))
     send(dict(id=2, method='tools/call', params=dict(name='use_notebook', arguments=dict(notebook_name='n', mode='create'))))
     assert 'result' in json.loads(p.stdout.readline())
-    send(dict(id=3, method='tools/call', params=dict(name='execute_code', arguments=dict(code=STARTED + BLOCKED['sleep'], timeout=120))))
+    send(dict(id=3, method='tools/call', params=dict(name='execute_code', arguments=dict(code=STARTED + code, timeout=timeout))))
     poll(lambda: (root / 'started').exists(), 60, 'the cell started')
+    return p
+
+def stdio_sleeping(root) -> subprocess.Popen:
+    "`headlesnb mcp` over stdio running `time.sleep(60)` in a cell"
+    p = stdio_running(root, BLOCKED['sleep'], 120)
     time.sleep(0.2)
     return p
 
@@ -248,18 +253,8 @@ def test_ctrl_c_that_comes_with_the_kernels_own_stop_still_stops_the_server(tmp_
     """A Ctrl-C arriving while the kernel's own stop of a cell is on its way is not taken for that stop (two SIGINTs that
     come together are handled once): the cell stops and so does the server. The cell holds both back (it blocks every
     signal on the main thread and waits in C) until the Ctrl-C has come, so they meet however fast the machine is"""
-    p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'mcp', '--root', str(tmp_path)], env=ENV, text=True,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    def send(m): p.stdin.write(json.dumps(dict(jsonrpc='2.0', **m)) + '\n'); p.stdin.flush()
-    send(dict(id=1, method='initialize', params=dict(protocolVersion='2025-06-18', capabilities={}, clientInfo=dict(name='t', version='1'))))
-    assert 'result' in json.loads(p.stdout.readline())
-    send(dict(method='notifications/initialized'))
-    send(dict(id=2, method='tools/call', params=dict(name='use_notebook', arguments=dict(notebook_name='n', mode='create'))))
-    assert 'result' in json.loads(p.stdout.readline())
-    deaf = ('import ctypes, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\n' + STARTED +
-            'ctypes.CDLL(None).sleep(3)\nprint("went " + "on")')
-    send(dict(id=3, method='tools/call', params=dict(name='execute_code', arguments=dict(code=deaf, timeout=1))))
-    poll(lambda: (tmp_path / 'started').exists(), 60, 'the cell started')
+    deaf = 'import ctypes, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\nctypes.CDLL(None).sleep(3)\nprint("went " + "on")'
+    p = stdio_running(tmp_path, deaf, 1)
     time.sleep(1.5)  # the timeout's stop was sent at 1 s
     p.send_signal(signal.SIGINT)
     answer = json.loads(p.stdout.readline())  # at about 3 s, when the cell sees its signals

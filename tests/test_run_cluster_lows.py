@@ -3,7 +3,7 @@ addresses refused at once, the summary's paths and seconds), against real `dask 
 import json, os, re, signal, subprocess, sys, time
 import nbformat, pytest
 from test_run_cli import _default_sigint, mk_nb
-from test_run_pipeline import HB, LOOPBACK_HTTP, _wait_workers, free_port, hb, s3, s3fs_for, stop, texts, wait_port  # (s3: moto's S3 server, a fixture)
+from test_run_pipeline import HB, LOOPBACK_HTTP, _wait_workers, ctrl_c_when, free_port, hb, s3, s3fs_for, stop, texts, wait_port  # (s3: moto's S3 server, a fixture)
 
 pytest.importorskip('distributed')
 
@@ -75,14 +75,7 @@ def test_cluster_table_seconds_and_summary_paths_are_the_summarys(tmp_path):
     mk_nb(tmp_path / 'last.ipynb', 'print(3)')
     p = subprocess.Popen([*HB, 'quick.ipynb', 'slow.ipynb', 'last.ipynb', '--output-dir', 'out', '--cluster', 'local:1', '--summary', 's.jsonl'],
                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, preexec_fn=_default_sigint)
-    try:
-        end = time.monotonic() + 120
-        while not (tmp_path / 'started').exists() and p.poll() is None and time.monotonic() < end: time.sleep(0.2)
-        time.sleep(0.5)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=90)
-    finally:
-        if p.poll() is None: p.kill(); p.wait()
+    out, err = ctrl_c_when(p, (tmp_path / 'started').exists, within=120, settle=0.5, wait=90)
     assert p.returncode == 130, err
     s = {x['status']: x for x in map(json.loads, (tmp_path / 's.jsonl').read_text().splitlines())}
     assert sorted(s) == ['interrupted', 'not run', 'ok'], s

@@ -596,21 +596,25 @@ def test_sigkill_of_a_local_cluster_batch_takes_its_workers_and_kernels_along(tm
     alive = left_running(kids, 10)
     assert not alive, f'still running after the batch was killed: {alive}'
 
+def ctrl_c_when(p, ready, within=90, settle=1.0, wait=60) -> tuple:
+    "Ctrl-C to the batch `p` once `ready()` (or it ended, or `within` s went by) and `settle` s more: its (stdout, stderr); killed if it does not end"
+    try:
+        end = time.monotonic() + within
+        while not ready() and p.poll() is None and time.monotonic() < end: time.sleep(0.2)
+        time.sleep(settle)
+        p.send_signal(signal.SIGINT)
+        return p.communicate(timeout=wait)
+    finally:
+        if p.poll() is None: p.kill(); p.communicate()
+
 def test_ctrl_c_stops_a_k_batch_writing_what_ran(tmp_path):
     nbs = [mk_nb(tmp_path / f's{i}.ipynb', f'print("start {i}")', 'import time; time.sleep(60)', 'print("end")') for i in range(3)]
     p = subprocess.Popen([*HB, *nbs, '--output-dir', tmp_path / 'out', '-k', 'python3', '--jobs', '2', '--autosave-cell-every', '1'], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        end = time.monotonic() + 90  # both running notebooks are in their sleeping cell once their first cell's output is written
-        def started(i):  # (an output file can be there before its kernel has started: its first cell's output says it ran)
-            try: return f'start {i}' in (tmp_path / 'out' / f's{i}.ipynb').read_text()
-            except OSError: return False
-        while time.monotonic() < end and not all(started(i) for i in range(2)): time.sleep(0.2)
-        time.sleep(1)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None: p.kill(); p.communicate()
+    def started(i):  # (an output file can be there before its kernel has started: its first cell's output says it ran)
+        try: return f'start {i}' in (tmp_path / 'out' / f's{i}.ipynb').read_text()
+        except OSError: return False
+    out, err = ctrl_c_when(p, lambda: all(started(i) for i in range(2)))  # both running notebooks in their sleeping cell
     assert p.returncode == 130, err
     assert re.search(r's0.ipynb +interrupted +2/3', out) and re.search(r's2.ipynb +not run', out), out
     for i in range(2):
