@@ -370,11 +370,14 @@ def list_kernels(self:NotebookManager) -> list:
 
 @patch
 def list_kernelspecs(self:NotebookManager) -> list:
-    "The kernels a notebook can be given (`use_notebook(kernel=)`): `kernels.inprocess`, then each installed kernelspec (the Jupyter server's, with `jupyter_url`)"
-    from headlesnb.kernels.subkernel import list_kernelspecs
+    """The kernels a notebook can be given (`use_notebook(kernel=)`): `kernels.inprocess`, then each installed kernelspec (the Jupyter server's,
+    with `jupyter_url`); then those installed here that cannot be used, each with why (`unusable`)"""
+    from headlesnb.kernels.subkernel import list_kernelspecs, unusable_kernelspecs
     specs = list_kernelspecs(self.jupyter_url, self.jupyter_token)
     here = [] if self.jupyter_url else [dict(name='inprocess', language='python', display_name='Python (in this process: the fastest)')]
-    return here + [dict(name=n, language=s['language'], display_name=s['display_name']) for n, s in specs.items()]
+    broken = {} if self.jupyter_url else unusable_kernelspecs()
+    return (here + [dict(name=n, language=s['language'], display_name=s['display_name']) for n, s in specs.items()]
+            + [dict(name=n, language='', display_name='', unusable=why) for n, why in broken.items()])
 
 # %% ../nbs/10_notebook.ipynb #33a497bd
 SHARED_LIVE_EVERY = 0.25  # seconds between writes of a running cell's outputs so far into a shared document (the page shows them as they come)

@@ -1,6 +1,6 @@
 """InProcessKernel with real shells (nothing mocked): serialised runs, stopping code, capped outputs,
 execution counts, process state given back to the host, stuck-in-C reporting, and memory freed on close."""
-import gc, os, sys, threading, time, weakref
+import base64, gc, os, re, sys, threading, time, weakref
 
 import psutil
 import pytest
@@ -365,12 +365,17 @@ def test_fifty_kernels_do_not_leak():
     assert all(r() is None for r in refs)
 
 
-def test_matplotlib_png_is_an_image_output_and_not_truncated():
-    with InProcessKernel(mpl_format='png', output_limit=1000) as k:
-        r = k.run('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]);')
-        imgs = [o for o in r.outputs if o['output_type'] == 'display_data' and 'image/png' in o['data']]
-        assert r.ok and len(imgs) == 1
-        assert len(imgs[0]['data']['image/png']) > 1000 and 'truncated' not in imgs[0]['data']['image/png']
+def test_matplotlib_png_is_an_image_output_never_cut():
+    "A PNG is never cut (a cut one is broken): whole under the per-output limit, left out whole over it, its text/plain saying so"
+    for limit in (1_000_000, 1000):
+        with InProcessKernel(mpl_format='png', output_limit=limit) as k:
+            r = k.run('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]);')
+            [fig] = [o for o in r.outputs if o['output_type'] == 'display_data']
+            assert r.ok, r
+            if limit > 1000: assert base64.b64decode(fig['data']['image/png']).startswith(b'\x89PNG') and len(fig['data']['image/png']) > 1000
+            else:
+                assert 'image/png' not in fig['data'], fig['data'].keys()
+                assert re.search(r'\[image/png output of [\d,]+ characters removed: over the 1,000 characters per-output limit\]', ''.join(fig['data']['text/plain']))
 
 
 def test_complete_inspect_and_namespace(kernel):

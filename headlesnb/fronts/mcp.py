@@ -6,12 +6,12 @@
 __all__ = ['ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_TOOLS', 'KINDS', 'RESULT_SCHEMAS', 'SCHEMA_REQUIRED',
            'DIALOG_TOOLS', 'AGENT_TOOLS', 'INSTRUCTIONS', 'GROUPS', 'failed', 'one_segment', 'compact_schema',
            'jms_error', 'sendable', 'mcp_ways', 'HeadlesnbMCPServer', 'ToolGroup', 'NotebookTools', 'format_variables',
-           'format_variable', 'output_mime', 'output_content', 'register_resources', 'changed_text', 'wants_progress',
-           'run_state_line', 'run_header', 'stop_line', 'run_owner', 'stop_run_text', 'run_output_page', 'run_what',
-           'RunTools', 'format_message', 'find_answer', 'DialogTools', 'result_schema', 'register_notebook_tools',
-           'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec', 'cite_text', 'register_prompts',
-           'AgentNews', 'register_agent_tools', 'tool_groups', 'build_server', 'BearerAuth', 'mcp_parser', 'Health',
-           'http_app', 'mcp_main']
+           'format_variable', 'cap_source', 'output_mime', 'output_content', 'register_resources', 'changed_text',
+           'wants_progress', 'run_state_line', 'run_header', 'stop_line', 'run_owner', 'stop_run_text',
+           'run_output_page', 'run_what', 'RunTools', 'format_message', 'find_answer', 'DialogTools', 'result_schema',
+           'register_notebook_tools', 'register_dialog_tools', 'register_workspace_tools', 'parse_cells_spec',
+           'cite_text', 'register_prompts', 'AgentNews', 'register_agent_tools', 'tool_groups', 'build_server',
+           'BearerAuth', 'mcp_parser', 'Health', 'http_app', 'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
 import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings, weakref
@@ -40,7 +40,8 @@ from ..dialog import reply_output
 from .. import history
 from ..history import CLIENT, as_client
 from ..engine import Engine
-from .options import add_kernel_args, as_argparse, bind, port_number, positive_seconds, root_folder, run_quietly, workspace_name
+from ..kernels.kernel import OUTPUT_LIMIT
+from .options import add_kernel_args, as_argparse, bind, output_limit, port_number, positive_seconds, root_folder, run_quietly, workspace_name
 from .security import Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
@@ -469,7 +470,10 @@ async def list_kernels(self:NotebookTools) -> CallToolResult:
         rows = [dict(ID=k.get('kernel_id'), Name=k['kernel'], Display_Name=spec.get(k['kernel'], {}).get('display_name'),
                      Language=spec.get(k['kernel'], {}).get('language'), State=k['status'], Notebook=k['notebook'], Backend=k['backend'],
                      PID=k['pid'], Execution_Count=k['execution_count']) for k in kernels]
-        text = tsv(rows, cols) + "\n\nInstalled kernels (use_notebook(kernel=NAME)):\n" + tsv(specs, spec_cols)
+        usable = [s for s in specs if not s.get('unusable')]
+        text = tsv(rows, cols) + "\n\nInstalled kernels (use_notebook(kernel=NAME)):\n" + tsv(usable, spec_cols)
+        if broken := [s for s in specs if s.get('unusable')]:
+            text += "\n\nInstalled kernels that cannot be used:\n" + tsv(broken, ['name', 'unusable'])
         return answer(text, columns=cols, items=[{c: r.get(c) for c in cols} for r in rows], count=len(rows), kernelspecs=specs)
     return await self._do(call, fmt)
 
@@ -501,6 +505,17 @@ async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Ca
     return await self._do(lambda: (self._connected(notebook_name), self.nm.restart_notebook(notebook_name))[1], fmt)
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #9a4b4e75
+def cap_source(src:str, limit:int, notebook:str, cell_id:str) -> str:
+    """A cell's source within `limit` characters: its head and a fifth of `limit` from its tail around one line saying what
+    of the source was left out (characters, lines) and where to read it whole"""
+    if len(src) <= limit: return src
+    tail = limit // 5
+    a, b = limit - tail, len(src) - tail  # characters a to b-1 go
+    line = lambda i: src.count('\n', 0, i) + 1
+    return (f"{src[:a]}\n... [source cut: characters {a:,}-{b - 1:,} of {len(src):,} (lines {line(a):,}-{line(b - 1):,}) left out; "
+            f"the resource notebook://{quote(notebook, safe='')}/cells/{cell_id} holds the whole source, and where the workspace tools are offered "
+            f"file_windows(operation='open_cell', notebook={notebook!r}, cell={cell_id!r}, start={line(a)}) shows its lines from there] ...\n{src[b:]}")
+
 @patch
 async def read_output(self:NotebookTools, cell_index:_CellRef=None,
         output_index:_OutIndex=0, offset:_Offset=0, limit:_Limit=0, notebook_name:_NbName=None, cell_id:_CellId=None,
@@ -534,8 +549,11 @@ async def read_cell(self:NotebookTools, cell_index:_CellRef=None,
     def fmt(d):
         head = (f"=====Cell {d['index']} | type: {d['cell_type']} | execution count: {d.get('execution_count') or 'N/A'}=====\n"
                 f"id {d['id']} · hash {d['hash']}")
-        blocks = [TextContent(type='text', text=head), TextContent(type='text', text=cap_text(d['source'], self.opts.text_limit))]
-        blocks += format_outputs(d.get('outputs') or [], self.opts, merge=False, where=(self._name(notebook_name), d['id']))
+        outs, name = d.get('outputs') or [], self._name(notebook_name)
+        # source and outputs share one budget: the source at most half of it when there are outputs, they the rest
+        src = cap_source(d['source'], self.opts.text_limit // 2 if outs else self.opts.text_limit, name, d['id'])
+        blocks = [TextContent(type='text', text=head), TextContent(type='text', text=src)]
+        blocks += format_outputs(outs, self.opts, merge=False, where=(name, d['id']), budget=self.opts.text_limit - len(src))
         items = block_items(blocks)
         return answer(*blocks, cell_id=d['id'], result=items, outputs=items, count=len(items), images=sum(isinstance(i, dict) for i in items),
                       index=d['index'], id=d['id'], hash=d['hash'])  # (headlesnb's fields beside jupyter-mcp-server's)
@@ -996,8 +1014,11 @@ def stop_run_text(d:dict) -> str:
 
 def run_output_page(mgrs, run_id:str, output_index:int, offset:int, limit:int, opts) -> list:
     "A page of output `output_index` of run `run_id`, whichever of `mgrs` owns it (a notebook's, a dialog's)"
-    outs = run_owner(mgrs, run_id).get_run(run_id)['outputs']
-    return format_output_page(outs, output_index, offset, limit, opts, OutputsOf(run_id=run_id))
+    d = run_owner(mgrs, run_id).get_run(run_id)
+    if not d['outputs'] and d.get('note'):  # its notebook closed since: "no outputs" would read as if it printed nothing
+        cell = f"; open it again (use_notebook) and read_output(cell_id={d['cell_id']!r}) reads them there" if d.get('cell_id') else ''
+        raise NotFoundError(f"run {run_id}'s outputs cannot be read now: {d['note']}{cell}")
+    return format_output_page(d['outputs'], output_index, offset, limit, opts, OutputsOf(run_id=run_id))
 
 def run_what(d:dict, notebook:bool) -> str:
     "What run `d` is, as `get_run` names it: a notebook's cell, or a dialog's message (a dialog has no cells)"
@@ -1686,6 +1707,9 @@ def mcp_parser() -> argparse.ArgumentParser:
     p.add_argument('--tools', type=lambda s: as_argparse(tool_groups, s) and s, default='all', metavar='GROUPS', help=f"tool groups to offer, comma-separated: {', '.join(GROUPS)} (default: all)")
     p.add_argument('--notebook', '--document-id', default=None, metavar='PATH', help="start with this notebook (under --root) open and active, named after its file (jupyter-mcp-server's --document-id)")
     p.add_argument('--timeout', type=positive_seconds, default=120.0, help='default seconds a run may take when a tool says timeout=0 and no wait (default 120, as jupyter-mcp-server)')
+    p.add_argument('--output-limit', type=output_limit, default=OUTPUT_LIMIT, metavar='N',
+                   help=f"characters a notebook keeps of each output (default {OUTPUT_LIMIT:,}); over it, text is cut and an image or other data "
+                        "is replaced by a line saying what it was; none: no cap")
     p.add_argument('--no-durable', action='store_true', help='answer before changes are on disk (faster; a crash loses the last acknowledged edits)')
     p.add_argument('--code-map', choices=['auto', 'on', 'off'], default='auto',
                    help="the workspace's STRUCTURAL_VIEW: auto maps a root that holds code (up to 50,000 code files) from the first request; off until a workspace asks")
@@ -1779,7 +1803,7 @@ def mcp_main(argv=None):
                  "Pass --token (or set HEADLESNB_MCP_TOKEN), or bind 127.0.0.1")
     try:
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
-                           engine=Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable,
+                           engine=Engine(a.root, output_limit=a.output_limit, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable,
                                          agent_host='process',  # its dialog agents outlive it, and resume if they die with it
                                          code_map=dict(auto=None, on=True, off=False)[a.code_map]),
                            close_engine=True)

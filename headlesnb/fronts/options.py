@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['kernel_name', 'jupyter_url', 'as_argparse', 'check_kernel_installed', 'add_kernel_args', 'add_remote_args', 'bind',
-           'run_quietly', 'port_number', 'positive_seconds', 'folder', 'root_folder', 'workspace_name']
+           'run_quietly', 'port_number', 'positive_seconds', 'output_limit', 'folder', 'root_folder', 'workspace_name']
 
 # %% ../../nbs/21_fronts.options.ipynb #6307fa72
 import argparse, errno, os, re, signal, socket, sys, threading
@@ -105,6 +105,14 @@ def positive_seconds(s:str) -> float:
     try: v = float(s)
     except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not a number of seconds") from None
     if not 0 < v < float('inf'): raise argparse.ArgumentTypeError(f"{s!r}: must be a number of seconds more than 0")
+    return v
+
+def output_limit(s:str) -> int|None:
+    "argparse type: characters a notebook keeps of each output (`--output-limit`), a whole number more than 0, or none for no cap"
+    if s.strip().lower() == 'none': return None
+    try: v = int(s)
+    except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not a number of characters: give one such as 10000000, or none (no cap)") from None
+    if v < 1: raise argparse.ArgumentTypeError(f"{v}: an output limit is a number of characters more than 0, or none (no cap)")
     return v
 
 def folder(s:str) -> str:

@@ -7,10 +7,10 @@ __all__ = ['LONGEST', 'OUTPUT_LIMIT', 'SIZE_KEYS', 'RunResult', 'Kernel', 'py_bo
            'namespace_variables', 'check_variable_name', 'pinfo_sections', 'namespace_variable']
 
 # %% ../../nbs/05_kernels.kernel.ipynb #5ef5c81b
-import asyncio, inspect, keyword, re
+import asyncio, inspect, json, keyword, re
 from dataclasses import dataclass, field
 from ..errors import BadArgumentError, NotFoundError
-from ..utils import cap_text, strip_ansi
+from ..utils import cap_text, join_text, strip_ansi
 
 # %% ../../nbs/05_kernels.kernel.ipynb #9abec4d1
 @dataclass
@@ -115,7 +115,7 @@ def run_timeout(timeout) -> float|None:
     return None if timeout > LONGEST else timeout
 
 # %% ../../nbs/05_kernels.kernel.ipynb #1be6c7c9
-OUTPUT_LIMIT = 10_000_000  # characters kept of each text field of an output in a managed notebook (None: no cap)
+OUTPUT_LIMIT = 10_000_000  # characters kept of each field of an output in a managed notebook (None: no cap)
 
 def _cap(v, limit):
     if isinstance(v, str): return cap_text(v, limit)
@@ -124,10 +124,29 @@ def _cap(v, limit):
         return v if len(s) <= limit else cap_text(s, limit).splitlines(True)
     return v
 
+def _size(v) -> int:
+    "Characters a data field takes in the notebook: a string, nbformat's list of lines, or JSON data"
+    if isinstance(v, str): return len(v)
+    if isinstance(v, list) and all(isinstance(x, str) for x in v): return sum(map(len, v))
+    return len(json.dumps(v, default=str))
+
+def _amount(n:int) -> str: return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n:,} characters"
+
 def cap_output(o:dict, limit:int) -> dict:
-    "One nbformat output with each text field capped at `limit` characters"
+    """One nbformat output with each text field capped at `limit` characters. A data field that is not text (an image, JSON)
+    over `limit` goes whole (a cut one would be broken), its `text/plain` then saying what was there: the bundle stays valid nbformat"""
     o = {k: _cap(v, limit) if k in ('text', 'evalue', 'traceback') else v for k, v in o.items()}
-    if 'data' in o: o['data'] = {m: _cap(v, limit) if m.startswith('text/') else v for m, v in o['data'].items()}
+    if 'data' not in o: return o
+    data, gone = {}, {}
+    for m, v in o['data'].items():
+        if m.startswith('text/'): data[m] = _cap(v, limit)
+        elif (n := _size(v)) > limit: gone[m] = n
+        else: data[m] = v
+    if gone:
+        notes = [f"[{m} output of {_amount(n)} removed: over the {_amount(limit)} per-output limit]" for m, n in gone.items()]
+        data['text/plain'] = '\n'.join(filter(None, [join_text(data.get('text/plain')), *notes]))
+        if isinstance(o.get('metadata'), dict): o['metadata'] = {k: v for k, v in o['metadata'].items() if k not in gone}
+    o['data'] = data
     return o
 
 # %% ../../nbs/05_kernels.kernel.ipynb #0f1e002b
