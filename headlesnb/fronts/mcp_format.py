@@ -308,6 +308,13 @@ def _images_shown(groups:list) -> set:
     if len(imgs) <= IMAGES_PER_ANSWER: return set(imgs)
     return set(imgs[:IMAGES_PER_ANSWER // 2] + imgs[len(imgs) - (IMAGES_PER_ANSWER - IMAGES_PER_ANSWER // 2):])
 
+def _images_left_out(left:list, where) -> str:
+    "The line naming the image outputs `left` out of an answer, and how to see one"
+    a, z = left[0], left[-1]
+    how = f"; {_read_call(where, 'N')} shows image N" if where else ''
+    return (f"[… {_plural(len(left), 'image')} left out ({f'output {a}' if a == z else f'among outputs {a}-{z}'}): an answer shows at most "
+            f"{IMAGES_PER_ANSWER}, the first {IMAGES_PER_ANSWER // 2} and the last {IMAGES_PER_ANSWER - IMAGES_PER_ANSWER // 2}{how} …]")
+
 def _label(o:dict) -> str:
     "What a text after stderr's is, so that it does not read as more of stderr"
     return {'stream': 'stdout', 'execute_result': 'result', 'error': 'error'}.get(o.get('output_type'), 'output')
@@ -317,23 +324,18 @@ def format_outputs(outputs:list, opts:McpOptions, merge:bool=True, where:tuple|N
     text runs merged into one block, or (`merge=False`) a block per output. `where` (an `OutputsOf`, or `(notebook_name, cell_id)`)
     lets a cut name how to read the rest (`read_output`, the output's resource); `start` is the index of `outputs[0]` in the cell."""
     items, where, groups, after_err = [], _whose(where), _streams_joined(outputs, start), False
-    shown_imgs, left_imgs = _images_shown(groups), []
+    shown_imgs = _images_shown(groups)
+    left_imgs = [a for o, a, _ in groups if _is_image(o) and a not in shown_imgs]
     for o, a, b in groups:
-        if _is_image(o) and a not in shown_imgs:  # (not decoded at all: a note names them, where the first one was)
-            if not left_imgs: items.append('images left out')
-            left_imgs.append(a); continue
+        if _is_image(o) and a not in shown_imgs:  # (not decoded at all: one note names them, where the first one was)
+            if a == left_imgs[0]: items.append(_Text(_images_left_out(left_imgs, where), first=a, last=a, whole=True))
+            continue
         for x in _view(o, opts, _out_ref(where, a) if a == b else None):
             if isinstance(x, _Text):
                 err = o.get('name') == 'stderr' and o.get('output_type') == 'stream'
                 if merge and after_err and not err and not x.prefix: x = x._replace(prefix=f'[{_label(o)}]\n')
                 items.append(x._replace(first=a, last=b)); after_err = err
             else: items.append((a, x)); after_err = False  # (an image ends the text block)
-    if left_imgs:
-        a, z = left_imgs[0], left_imgs[-1]
-        how = f"; {_read_call(where, 'N')} shows image N" if where else ''
-        note = (f"[… {_plural(len(left_imgs), 'image')} left out ({f'output {a}' if a == z else f'among outputs {a}-{z}'}): an answer shows at most {IMAGES_PER_ANSWER}, "
-                f"the first {IMAGES_PER_ANSWER // 2} and the last {IMAGES_PER_ANSWER - IMAGES_PER_ANSWER // 2}{how} …]")
-        items[items.index('images left out')] = _Text(note, first=a, last=a, whole=True)
     texts = [x for x in items if isinstance(x, _Text)]
     sizes = [len(t.prefix) + min(len(t.body), t.cap or len(t.body)) + 1 for t in texts]
     budget = opts.text_limit if budget is None else budget
