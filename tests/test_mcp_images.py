@@ -1,7 +1,7 @@
 """Images an answer can carry, end to end (`python -m headlesnb.fronts.mcp` driven by the official client): bytes the model's
 API would refuse are a line, not an image; an image too large to decode is not decoded (a 12000x12000 PNG took 1.1 GB of the
 server per answer); one answer carries at most `IMAGES_PER_ANSWER` images, the rest named in a line. The file keeps them all."""
-import json, re
+import base64, json, re
 
 import pytest
 from mcp.types import ImageContent, TextContent
@@ -45,3 +45,18 @@ def test_an_answer_carries_at_most_so_many_images(tmp_path):
             assert [type(b) for b in res.content] == [ImageContent], res.content  # one left out, read alone
     run(main)
     assert sum('image/png' in o.get('data', {}) for o in json.loads((tmp_path / 'nb.ipynb').read_text())['cells'][0]['outputs']) == 20
+
+def test_gif_and_webp_go_as_images_and_their_resources_hold_the_bytes(tmp_path):
+    "The model's API takes GIF and WebP: they went as their text/plain, and a WebP's resource held its base64 as text"
+    code = SHOW + ("for fmt in ('GIF', 'WEBP'):\n    b = io.BytesIO(); Image.new('RGB', (30, 20), 'red').save(b, fmt)\n"
+                   "    display({f'image/{fmt.lower()}': base64.b64encode(b.getvalue()).decode(), 'text/plain': '<Image>'}, raw=True)")
+    async def main():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='nb', mode='create')
+            res = await s.call_tool('insert_execute_code_cell', dict(cell_index=-1, cell_source=code))
+            assert [b.mime_type for b in res.content if isinstance(b, ImageContent)] == ['image/gif', 'image/webp'], res.content
+            cid = json.loads((tmp_path / 'nb.ipynb').read_text())['cells'][0]['id']
+            for i, magic in ((0, b'GIF8'), (1, b'RIFF')):
+                [c] = (await s.read_resource(f'notebook://nb/cells/{cid}/outputs/{i}')).contents
+                assert base64.b64decode(c.blob)[:4] == magic, c
+    run(main)

@@ -46,7 +46,7 @@ from .security import Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
-from ..utils import cap_text, check_str, count_range, join_text, shown_url, strip_ansi, utf8_safe
+from ..utils import IMAGE_TYPES, cap_text, check_str, count_range, join_text, shown_url, strip_ansi, utf8_safe
 from .mcp_format import *
 from .mcp_format import _validation_text, _plural
 
@@ -585,7 +585,7 @@ def output_content(o:dict) -> str|bytes:
     if t == 'stream': return join_text(o.get('text', ''))
     if t == 'error': return strip_ansi('\n'.join(o.get('traceback') or [])) or f"{o.get('ename')}: {o.get('evalue')}"
     v = (o.get('data') or {}).get(m, '')
-    if m in ('image/png', 'image/jpeg', 'image/gif'): return base64.b64decode(join_text(v))
+    if m in IMAGE_TYPES: return base64.b64decode(join_text(v))
     return v if isinstance(v, str) else join_text(v) if isinstance(v, list) else json.dumps(v)
 
 def register_resources(srv:MCPServer, nm:NotebookManager):

@@ -18,13 +18,13 @@ from urllib.parse import quote
 from pydantic import ValidationError
 from mcp.types import CallToolResult, TextContent, ImageContent
 from ..errors import *
-from ..utils import cap_text, check_int, strip_ansi, join_text as _join
+from ..utils import IMAGE_TYPES, cap_text, check_int, strip_ansi, join_text as _join
 
 # %% ../../nbs/22_fronts.mcp_format.ipynb #d82dc870
 @dataclass
 class McpOptions:
     "Formatting and execution settings of one MCP server"
-    images: bool = True                # send PNG/JPEG outputs as MCP images
+    images: bool = True                # send PNG, JPEG, GIF and WebP outputs as MCP images
     image_max_bytes: int = 200_000     # an image's bytes in an answer: shrunk above this (never above IMAGE_MAX_BYTES)
     text_limit: int = 20_000           # characters of output text in one answer, shared by its outputs (head and tail kept)
     html_limit: int = 2_000            # characters kept of one HTML output's text
@@ -104,7 +104,7 @@ def _image_size(data:bytes) -> tuple:
 DECODE_MAX_PIXELS = 24_000_000  # an image with more is not decoded to be downscaled: 4 bytes a pixel, on every answer that shows it
 
 def shrink_image(data:bytes, mime:str, max_bytes:int, max_edge:int=0, max_pixels:int=0) -> bytes|None:
-    "`data` scaled down to at most `max_edge` pixels on its long edge and `max_pixels` pixels (0: no such limit), re-encoded under `max_bytes`; None when it cannot get there"
+    "`data` scaled down to at most `max_edge` pixels on its long edge and `max_pixels` pixels (0: no such limit), re-encoded under `max_bytes` (a JPEG as JPEG, others as PNG); None when it cannot get there"
     from PIL import Image
     try: im = Image.open(io.BytesIO(data)); im.load()
     except Exception: return None
@@ -122,7 +122,7 @@ def shrink_image(data:bytes, mime:str, max_bytes:int, max_edge:int=0, max_pixels
     return None
 
 def image_blocks(b64:str, mime:str, opts:McpOptions, ref:str|None=None) -> list:
-    "A base64 PNG/JPEG output as MCP content: the image, or a copy within the model's limits followed by a line saying so and where the full one is (`ref`); else a one-line note"
+    "A base64 image output (a type in `IMAGE_TYPES`) as MCP content: the image, or a copy within the model's limits followed by a line saying so and where the full one is (`ref`); else a one-line note"
     try: data = base64.b64decode(b64 if isinstance(b64, str) else ''.join(b64))
     except Exception: return [f'[{mime} output that is not valid base64]']
     if not opts.images: return [f'[{mime} output, {_kb(len(data))}: images are turned off on this server]']
@@ -142,7 +142,7 @@ def image_blocks(b64:str, mime:str, opts:McpOptions, ref:str|None=None) -> list:
     w, h = _image_size(small)
     how = 'downscaled' if (w, h) != size else 're-encoded'
     note = f"[the image above is a {how} copy, {w}x{h} ({_kb(len(small))}), of a {size[0]}x{size[1]} image ({_kb(len(data))}){full}]"
-    return [ImageContent(type='image', data=base64.b64encode(small).decode(), mime_type=mime), note]
+    return [ImageContent(type='image', data=base64.b64encode(small).decode(), mime_type='image/jpeg' if mime == 'image/jpeg' else 'image/png'), note]
 
 # %% ../../nbs/22_fronts.mcp_format.ipynb #a740d956
 def _overwrite(line:str) -> str:
@@ -165,9 +165,8 @@ def collapse_cr(s:str) -> str:
 
 # %% ../../nbs/22_fronts.mcp_format.ipynb #a1e85b2a
 _BARE_REPR = re.compile(r'^<[\w.]+ (object|at 0x[0-9a-fA-F]+)>$')  # `<IPython.core.display.HTML object>` says nothing
-_IMAGES = ('image/png', 'image/jpeg')
 
-def _is_image(o:dict) -> bool: return o.get('output_type') in ('execute_result', 'display_data') and any(m in (o.get('data') or {}) for m in _IMAGES)
+def _is_image(o:dict) -> bool: return o.get('output_type') in ('execute_result', 'display_data') and any(m in (o.get('data') or {}) for m in IMAGE_TYPES)
 
 _DATA_IMAGE = re.compile(r'data:image/[\w.+-]+;base64,[A-Za-z0-9+/=\s]{100,}')  # an image inlined in markdown: base64 the model cannot see
 
@@ -216,7 +215,7 @@ def _view(o:dict, opts:McpOptions, ref:str|None=None) -> list:
     "One output as `_Text`s and `ImageContent`s, not yet fitted to a budget"
     data = o.get('data') or {}
     if _is_image(o):
-        mime = next(m for m in _IMAGES if m in data)
+        mime = next(m for m in IMAGE_TYPES if m in data)
         blocks = image_blocks(data[mime], mime, opts, ref)
         if len(blocks) == 1 and isinstance(blocks[0], str) and 'text/plain' in data: blocks[0] += f"\n{_join(data['text/plain'])}"
         return [_Text(b, whole=True) if isinstance(b, str) else b for b in blocks]
@@ -410,7 +409,7 @@ def _no_images(outputs):
     res = []
     for o in outputs:
         d = o.get('data') or {}
-        imgs = [m for m in ('image/png', 'image/jpeg') if m in d]
+        imgs = [m for m in IMAGE_TYPES if m in d]
         if imgs:
             n = len(base64.b64decode(_join(d[imgs[0]])))
             o = {**o, 'data': {'text/plain': f"[{imgs[0]} image, {_kb(n)}: read_cell shows it]"}}

@@ -19,7 +19,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketState
 from fasthtml.common import FastHTML
 from ..errors import *
-from ..utils import strip_ansi, utf8_safe, read_regular
+from ..utils import IMAGE_TYPES, strip_ansi, utf8_safe, read_regular
 from ..paths import check_name
 from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
@@ -301,7 +301,7 @@ def render_output(o:dict) -> str:
     if not isinstance(data, dict): return ''
     if 'text/html' in data: return frame_slot(_t(data['text/html']), 'html')
     if 'application/javascript' in data: return frame_slot(f'<script>{_t(data["application/javascript"])}</script>', 'js')
-    for mime in ('image/png', 'image/jpeg', 'image/gif'):
+    for mime in IMAGE_TYPES:
         b = ''.join(_t(data.get(mime)).split())
         if b and _B64.fullmatch(b): return f'<img class="out" alt="" src="data:{mime};base64,{b}">'
     if 'image/svg+xml' in data: return frame_slot(_t(data['image/svg+xml']), 'svg')
