@@ -15,6 +15,7 @@ from fastcore.basics import patch
 from aidialog.dialog import Message
 from aidialog.ipynb import conv_old_prompts
 from fastcore.xtras import fenced
+from fastcore.nbio import mk_cell
 from .errors import *
 from .utils import count_range, id_list, check_int, text_diff, utc_now, SafePattern, content_hash, check_hash, hash_list, utf8_ok, read_regular
 from .paths import check_name
@@ -57,9 +58,11 @@ def msg_dict(m:DlgMessage, run:bool=False) -> dict:
     return d
 
 def _exported(m) -> int:
-    "aidialog's `exported` (nbdev meta or an `#| export` line), without parsing directives when there are none"
-    if '#|' not in m.content: return int(any(k in (m.meta.get('nbdev') or {}) for k in ('export', 'exports')))
-    return int(bool(m.exported))
+    """aidialog's `exported`: an export entry in the nbdev meta, or an `#| export` line (parsed only when there is one). Not
+    through aidialog, whose parser refuses a meta value that is not a string (`true` written by hand or by another tool)"""
+    nbdev = m.meta.get('nbdev')
+    if isinstance(nbdev, dict) and ('export' in nbdev or 'exports' in nbdev): return 1
+    return int('#|' in m.content and not {'export', 'exports'}.isdisjoint(mk_cell(m.content).directives))
 
 # %% ../nbs/13_dialog.ipynb #12c54c77
 def _flag(name, v):
