@@ -9,7 +9,7 @@ __all__ = ['RUN_KEEP', 'LIVE_EVERY', 'Item', 'BaseManager', 'noting', 'kernel_fo
 
 # %% ../nbs/09_base.ipynb #0dff7b59
 from fastcore.basics import patch
-import asyncio, concurrent.futures, contextvars, functools, inspect, os, sys, threading, time, weakref
+import asyncio, concurrent.futures, contextvars, errno, functools, inspect, os, sys, threading, time, weakref
 from collections import deque
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
@@ -59,6 +59,7 @@ class BaseManager:
         self._host_active, self._chosen = None, weakref.WeakKeyDictionary()  # the active item: the host's, and each `Client`'s (see `active`)
         self._runs, self._live, self.live_every = {}, None, LIVE_EVERY  # runs by id (see `Run`); the thread writing outputs as they come
         self.run_listeners = []  # called with each run that outlived its call when it ends (to tell someone)
+        self.peers = []  # other managers over the root (the Engine's): a file one of them holds open is not opened here too
 
     def resolve(self, path, what='path') -> Path: return resolve_in_root(self.root, path, what)
     def rel(self, path:Path) -> str: return Path(path).relative_to(self.root).as_posix()
@@ -94,17 +95,30 @@ class BaseManager:
 
     @contextmanager
     def edit(self, name:str|None=None, strict:bool=True):
-        "Hold the item's lock for one operation, after catching up with the file on disk (`durable`: then wait until its changes are on disk)"
+        """Hold the item's lock for one operation, after catching up with the file on disk (`durable`: then wait until its
+        changes are on disk; if they cannot be written, the operation is undone: see `_not_written`)"""
         it = self.item(name)
         with it.doc.lock:
             self._follow_file(it, strict)
             if it.doc.save_error and strict:
+                if not it.path.parent.is_dir(): raise self._file_error(it)
                 raise ConflictError(f"{it.path} could not be saved: {it.doc.save_error}")
             before = getattr(it.doc, 'version', None)
-            yield it
+            marks = self.durable and _marks(it.history)
+            try: yield it
+            except OSError:
+                if it.path.parent.is_dir(): raise  # (not about its file: a kernel that failed to start...)
+                raise self._file_error(it) from None
             after = getattr(it.doc, 'version', None)
-        if self.durable and after != before and not it.doc.lock._is_owned():  # (an outer `edit` of this thread waits instead)
-            it.doc.commit(after)
+            if after != before and it.state.get('deleted') in ('untold', 'told'): it.state['deleted'] = 'rewritten'
+            done = self.durable and _marks(it.history)
+            if self.durable and after != before: _writes(it, 1)
+        if not (self.durable and after != before): return
+        try:
+            if not it.doc.lock._is_owned(): it.doc.commit(after)  # (an outer `edit` of this thread waits instead)
+        except (HeadlesnbError, OSError) as e:
+            if (err := self._not_written(it, e, before, after, marks, done)) is not None: raise err from None
+        finally: _writes(it, -1)
 
 # %% ../nbs/09_base.ipynb #7260ce69
 @patch
@@ -139,6 +153,10 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
             return it
         other = next((n for n, i in self._items.items() if i.path == full), None)
         if other: raise ConflictError(f"{self.rel(full)} is already open as {self.kind} {other!r}")
+        for m in self.peers:  # (two managers would hold two copies of one file: the edits of one would be lost at the other's save)
+            if (other := next((n for n, i in list(m._items.items()) if i.path == full), None)):
+                raise ConflictError(f"{self.rel(full)} is open as {m.kind} {other!r}: unuse_{m.kind} it first (one file is open as one "
+                                    f"{m.kind} or one {self.kind}, not both: each would hold its own copy, and one's edits would be lost)")
         try:
             if mode == 'create':
                 if full.exists(): raise ConflictError(f"{self.rel(full)} already exists: use mode='connect' to open it")
@@ -157,6 +175,116 @@ def _open(self:BaseManager, name:str, path:str|None, mode:str) -> Item:
         self.active = name
         return it
 
+def _marks(h:History|None):
+    "History `h`'s steps as they stand (to undo an operation whose change could not be written: see `_roll_back`)"
+    return None if h is None else (list(h._undo), list(h._redo))
+
+def _writes(it:Item, n:int=0) -> int:
+    "How many durable edits of item `it` wait for their write, after adding `n` (see `_not_written`)"
+    with it.state.setdefault('writes_mu', threading.Lock()):
+        it.state['writes'] = w = it.state.get('writes', 0) + n
+    return w
+
+@patch
+def _file_error(self:BaseManager, it:Item, e:OSError|None=None, held:bool=False) -> HeadlesnbError:
+    """Why item `it`'s file could not be written (OS error `e`, or its folder gone), and what to do, as a `HeadlesnbError`
+    (`held`: the change stays in memory, to be saved once that is fixed; else nothing was changed)"""
+    where = f"{self.kind} {it.name!r} ({self.rel(it.path)})"
+    gone = not it.path.parent.is_dir()
+    if gone: why = f"its folder is gone: it was renamed or removed by someone else since the {self.kind} was opened, so headlesnb cannot write there"
+    elif e is not None and e.errno in (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC)): why = f"the disk is full ({e.strerror})"
+    else: why = e.strerror or str(e) if e is not None else 'unknown error'
+    fix = (f"move that folder back to {self.rel(it.path.parent)}/ (a new folder made there is another folder: headlesnb does not write "
+           "into it)") if gone else 'free space' if 'disk is full' in why else 'fix that'
+    if held: return ConflictError(f"{where} could not be written: {why}; the change is made here but not yet in the file: {fix}, then save")
+    return ConflictError(f"{where} could not be written: {why}; nothing was changed: {fix}, then try again")
+
+@patch
+@contextmanager
+def _writing(self:BaseManager, it:Item):
+    "Writing item `it`'s file: an OS error (a full disk, its folder gone) says so, naming the file and what to do"
+    try: yield
+    except OSError as e: raise self._file_error(it, e) from None
+
+@patch
+def _not_written(self:BaseManager, it:Item, e:Exception, before, after, marks, done) -> HeadlesnbError|None:
+    """A durable edit (document version `before` -> `after`, history `marks` -> `done`) whose write failed (`e`): undone, document
+    and history as before it (a failure changes nothing: a client that tries again does not get it twice), and the error to raise,
+    saying why and what to do. None if it is on disk after all (a later edit's write, in flight meanwhile, carried it)"""
+    doc = it.doc
+    if getattr(doc, 'shared', False): return e  # (sent to a Jupyter server, which may still take it: it stays, as the error says)
+    end = time.monotonic() + 5
+    while True:
+        with doc.lock:
+            with doc._cv:
+                while doc._inflight or doc._syncing: doc._cv.wait()
+                if doc._durable >= after: return None
+            # edits made after this one, waiting for their write too, are on top of it in the history: theirs are undone first
+            if _marks(it.history) == done or _writes(it) <= 1 or time.monotonic() > end:
+                theirs = False
+                if isinstance(e, ConflictError):
+                    with suppress(HeadlesnbError, OSError): theirs = doc.changed_on_disk()
+                try: undone = self._roll_back(it, marks, done)
+                except (HeadlesnbError, OSError): undone = False  # (a step that cannot be undone: it stays, unsaved, as the error says)
+                if undone: self._unwritten_undone(it, before)
+                break
+        time.sleep(0.001)
+    where = f"{self.kind} {it.name!r} ({self.rel(it.path)})"
+    os_error = e if isinstance(e, OSError) else e.__context__ if isinstance(e.__context__, OSError) else None  # (a full disk the document told of)
+    if not undone:  # other edits came on top of it meanwhile (or it was no step of the history: run outputs): it waits in memory
+        return self._file_error(it, os_error, held=True) if os_error else e
+    if theirs:
+        return ConflictError(f"{where} was changed on disk by someone else while this change was being written: the change was undone, "
+                             f"nothing was changed; the next call reads their version: look at it, then make the change again if it is still wanted")
+    if os_error: return self._file_error(it, os_error)
+    return type(e)(f"{e} (the change was not written, so it was undone: nothing was changed)")
+
+@patch
+def _unwritten_undone(self:BaseManager, it:Item, before):
+    "Item `it`'s document is back at version `before`'s content: if that is on disk, nothing is left to write (hold its lock)"
+    doc = it.doc
+    if it.state.get('deleted') == 'rewritten': it.state['deleted'] = 'told'  # (it was not written again)
+    with doc._disk_lock, doc._cv:
+        if doc._durable >= before:  # (a file someone else changed meanwhile is read at the next call, as we hold no edits)
+            doc.dirty, doc.save_error = False, None
+            doc._renamed = doc._durable = doc.version
+
+@patch
+def _roll_back(self:BaseManager, it:Item, marks, done) -> bool:
+    """Undo the operation that took item `it`'s history from `marks` to `done` (a new step, or steps undone or redone), if nothing
+    changed the history since; document and history are then as before it. False if it cannot be (the history moved on)"""
+    h = it.history
+    if h is None or not marks or _marks(h) != done: return False
+    (u0, r0), (u1, r1) = marks, done
+    if u1 and u1[-1] not in u0 and u1[-1] not in r0: u1[-1].undo(it.doc)  # a new step
+    elif len(r1) > len(r0):  # steps undone: done again, the last undone first
+        for c in reversed(r1[len(r0) - len(r1):]): c.do(it.doc)
+    elif len(r1) < len(r0):  # steps redone: undone again
+        for c in reversed(u1[len(r1) - len(r0):]): c.undo(it.doc)
+    else: return False  # no step (run outputs stored, say): the change stays
+    h._undo.clear(); h._undo.extend(u0); h._redo[:] = r0
+    return True
+
+@patch
+def _seen_deleted(self:BaseManager, it:Item):
+    "Note whether item `it`'s file was deleted by someone else (its folder still there): the next answer says so (`_deleted_notice`)"
+    if getattr(it.doc, 'shared', False) or getattr(it.doc, 'gone', False): return  # (a document a Jupyter server holds tells of that itself)
+    if os.path.lexists(it.path) or not it.path.parent.is_dir(): it.state.pop('deleted', None)
+    elif 'deleted' not in it.state: it.state['deleted'] = 'untold'
+
+@patch
+def _deleted_notice(self:BaseManager, it:Item) -> str|None:
+    "What no answer said yet about item `it`'s file deleted by someone else: that we still hold it, or that a change wrote it again"
+    where, state = f"{self.kind} {it.name!r} ({self.rel(it.path)})", it.state.get('deleted')
+    if state == 'untold':
+        it.state['deleted'] = 'told'
+        return (f"{where} was deleted by someone else: headlesnb still holds it, and its next change writes the file again from what "
+                f"headlesnb holds (unuse_{self.kind} it to let the file go)")
+    if state == 'rewritten':
+        it.state['deleted'] = 'written'
+        return f"{where} had been deleted by someone else: this change wrote it again, from what headlesnb held"
+    return None
+
 @patch
 def _drop_waiting(self:BaseManager, it:Item) -> int:
     "Empty item `it`'s run queue and end its runs that wait for their turn (see `Run.waits_turn`: interrupted before they ran); how many of both"
@@ -172,7 +300,7 @@ def _close(self:BaseManager, name:str|None=None) -> Item:
     it = self.item(name)
     self._drop_waiting(it)
     with it.doc.lock:
-        it.doc.save()  # a ConflictError leaves the item open: reload or save(force=True), then close
+        with self._writing(it): it.doc.save()  # a ConflictError leaves the item open: reload or save(force=True), then close
         if it.kernel is not None: self._let_go(it)
         with self._lock:
             self._items.pop(it.name, None)
@@ -195,7 +323,8 @@ def _follow_file(self:BaseManager, it:Item, strict:bool=True) -> bool:
     edits, or none but running cells' outputs so far (the live writer writes them again: nothing is lost); with other
     unsaved edits, ConflictError (`strict`). True if read again (see `_read_again`: the next answer says so)"""
     doc = it.doc
-    live_only = (hasattr(doc, 'changed_on_disk') and doc.dirty and doc.version == it.state.get('live_version'))  # (an `NbDoc`)
+    if hasattr(doc, 'changed_on_disk'): self._seen_deleted(it)  # (an `NbDoc`)
+    live_only = (hasattr(doc, 'changed_on_disk') and doc.dirty and doc.version == it.state.get('live_version'))
     if live_only and doc.changed_on_disk(): doc.reload()
     elif not doc.sync(strict=strict): return False
     self._read_again(it, 'it was changed on disk by someone else', tell=True)
@@ -222,6 +351,7 @@ def _take_notices(self:BaseManager) -> str|None:
             notes.append(f"{self.kind} {it.name!r} ({self.rel(it.path)}) was changed on disk by someone else: headlesnb read it again, so what "
                          "you read of it before may be out of date" + (f"; its undo history ({lost} step{'s' * (lost != 1)}) was cleared, as "
                                                                        "those steps described the file before that change" if lost else ''))
+        if (n := self._deleted_notice(it)): notes.append(n)
         if (n := getattr(it.doc, 'take_notice', lambda: None)()): notes.append(n)
         if it.kernel is not None and (n := it.kernel.take_notice()): notes.append(f"{self.kind} {it.name!r}: {n}")
     return ' '.join(notes) or None
@@ -315,13 +445,13 @@ def _hist_counts(self:BaseManager, it): e = it.history.entries(); return dict(ca
 @patch
 def _save(self:BaseManager, name, force=False) -> dict:
     it = self.item(name)
-    return dict(saved=it.doc.save(force=force), path=self.rel(it.path))
+    with self._writing(it): return dict(saved=it.doc.save(force=force), path=self.rel(it.path))
 
 @patch
 def _reload(self:BaseManager, name) -> dict:
     "Discard unsaved edits and history; read the file again"
     it = self.item(name)
-    with it.doc.lock: it.doc.reload(); self._read_again(it, 'reload')
+    with it.doc.lock, self._writing(it): it.doc.reload(); self._read_again(it, 'reload')
     return dict(reloaded=self.rel(it.path), cells=len(it.doc.cells))
 
 # %% ../nbs/09_base.ipynb #1bd92f96
@@ -1065,7 +1195,7 @@ def _write_live(self:BaseManager, r:Run):
     if k is None or cid is None or r.kind == 'code': return
     it = self._items.get(r.name)
     if it is None: return
-    with it.doc.lock:
+    with it.doc.lock, self._writing(it):  # (its folder gone: said, as the live loop expects a `HeadlesnbError`)
         if self._follow_file(it, strict=False): r._written = None  # someone else wrote the file: ours go into what they wrote
         outs = k.live_outputs()
         if not outs or _sig(outs) == r.__dict__.get('_written'): return

@@ -26,6 +26,7 @@ class Engine:
         self.root = self.notebooks.root
         self.dialogs = DialogManager(self.root, llm=llm, system=system, **kw)
         self.dialogs.peers.append(self.notebooks)  # a dialog also open as a notebook is not deleted: its next save would write it back
+        self.notebooks.peers.append(self.dialogs)  # and not opened twice: a file is open as a notebook or as a dialog (see `BaseManager._open`)
         self.workspaces = WorkspaceManager(self.root, notebooks=self.notebooks, dialogs=self.dialogs, code_map=code_map)
         self.workspaces.attach(self.dialogs, shell=workspace_shell)
         self.notebooks.run_listeners.append(self.workspaces.run_ended)  # a run that outlived its call: its end is news
