@@ -6,7 +6,7 @@
 __all__ = ['USAGE_KEYS', 'EPHEMERAL', 'MAX_CACHE_BREAKPOINTS', 'DEFAULT_MODEL', 'NO_KEY_MSG', 'TOOL_NAME_RE', 'MAX_TOOL_RESULT',
            'empty_usage', 'add_usage', 'LLMReply', 'reply_text', 'LLMClient', 'script_blocks', 'MockLLMClient',
            'mark_cache_prefix', 'thinking_param', 'usage_dict', 'llm_error', 'AnthropicClient', 'tool_schema',
-           'ToolCall', 'LoopResult', 'tool_result_text', 'with_tail', 'run_tool_loop']
+           'ToolCall', 'LoopResult', 'ToolError', 'tool_result_text', 'with_tail', 'run_tool_loop']
 
 # %% ../nbs/11_llm.ipynb #8d3d9874
 import asyncio, concurrent.futures, copy, dataclasses, inspect, json, os, re
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import LLMError, BadArgumentError
-from .utils import estimate_tokens
+from .utils import estimate_tokens, shown_url
 
 
 # %% ../nbs/11_llm.ipynb #ddec435c
@@ -191,20 +191,23 @@ def _advice(e:BaseException, status:int|None, typ:str|None) -> str:
     if isinstance(e, anthropic.APITimeoutError): return 'run the prompt again later'
     if isinstance(e, anthropic.APIConnectionError): return 'check the network, and ANTHROPIC_BASE_URL if it is set'
     if _broke_off(e): return 'run the prompt again'
+    if status == 400 and 'prompt is too long' in str(getattr(e, 'api_message', '') or e):
+        return 'skip or unpin messages of the dialog, or ask the model for smaller tool results'
     return ''
 
 def llm_error(e:BaseException, base_url:str|None=None) -> LLMError:
-    "An `LLMError` describing an SDK exception `e` and what to do about it (with `status` and `error_type` attributes)"
+    """An `LLMError` describing an SDK exception `e` and what to do about it (with `status` and `error_type` attributes);
+    `base_url`: the URL the request went to (shown without its `user:password@` and query)"""
     import anthropic
+    url = shown_url(str(base_url)) if base_url else 'its default endpoint'
     status = typ = None
     if isinstance(e, anthropic.APIStatusError):
         status, typ = e.status_code, e.type
         msg = e.api_message or e.message
         where = f'Anthropic API error {status}' if status and status >= 400 else 'Anthropic API error while streaming'
         s = f'{where}' + (f' {typ}' if typ else '') + f': {msg}' + (f' (request id {e.request_id})' if e.request_id else '')
-    elif isinstance(e, anthropic.APITimeoutError): s = f'Anthropic API request timed out ({base_url or "default endpoint"})'
-    elif isinstance(e, anthropic.APIConnectionError):
-        s = f'cannot reach the Anthropic API at {base_url or "its default endpoint"}: {e.__cause__ or e}'
+    elif isinstance(e, anthropic.APITimeoutError): s = f'Anthropic API request timed out ({url})'
+    elif isinstance(e, anthropic.APIConnectionError): s = f'cannot reach the Anthropic API at {url}: {e.__cause__ or e}'
     elif _broke_off(e): s = f'the connection to the Anthropic API broke off mid-reply ({type(e).__name__}: {e})'
     else: s = f'Anthropic API call failed: {type(e).__name__}: {e}'
     if (todo := _advice(e, status, typ)): s += f'; {todo}'
@@ -276,7 +279,7 @@ class AnthropicClient(LLMClient):
                         except Exception as e: raise _CallbackError() from e
                 msg = stream.get_final_message()
         except _CallbackError as e: raise e.__cause__
-        except Exception as e: raise llm_error(e, self.base_url) from e
+        except Exception as e: raise llm_error(e, sdk.base_url) from e  # (the URL it used: ANTHROPIC_BASE_URL too)
         content = [_block_dict(b) for b in msg.content]
         return LLMReply(reply_text(content), content, msg.stop_reason, usage_dict(msg.usage), msg.model or self.model)
 
@@ -398,10 +401,13 @@ class LoopResult:
     tool_calls: list[ToolCall]
     messages: list            # transcript to append after the caller's messages (assistant and tool_result turns)
 
-def tool_result_text(res, max_result:int=MAX_TOOL_RESULT) -> str:
-    "`res` as text (`repr` for non-str) cut to `max_result` characters with a marker"
+class ToolError(Exception):
+    "A tool's failure, already described (`ValueError: kaboom` from a kernel): `call_tool` raises it to report just its message"
+
+def tool_result_text(res, max_result:int=MAX_TOOL_RESULT, why:str='') -> str:
+    "`res` as text (`repr` for non-str) cut to `max_result` characters with a marker (`why`: a reason it adds)"
     s = res if isinstance(res, str) else repr(res)
-    if len(s) > max_result: s = s[:max_result] + f'\n…[truncated: {len(s) - max_result:,} more characters, {len(s):,} in all]'
+    if len(s) > max_result: s = s[:max_result] + f'\n…[truncated: {len(s) - max_result:,} more characters, {len(s):,} in all{why}]'
     return s
 
 def with_tail(messages:list, tail:str) -> list:
@@ -440,23 +446,53 @@ def _bad_args(name:str, fn, schema:dict, inp:dict) -> str|None:
     if callable(fn) and (extra := [a for a in inp if a not in props]) and not _takes_any(fn):  # (a kernel's tool, a schema here: it says so itself)
         return f"{name}: no argument {', '.join(f'`{a}`' for a in extra)}; its arguments are {', '.join(map(arg, props)) or 'none'}"
 
-def _run_call(block, tools, schemas, call_tool, max_result) -> ToolCall:
+_SCALARS = {'integer': 'an integer', 'number': 'a number', 'boolean': 'a boolean (true or false)'}
+
+def _scalar(v, typ:str):
+    "`v` as the JSON type `typ` asks for (a string that reads as one converted), else ValueError"
+    s = v.strip() if isinstance(v, str) else None
+    if typ == 'boolean':
+        if isinstance(v, bool): return v
+        if s and s.lower() in ('true', 'false'): return s.lower() == 'true'
+    elif isinstance(v, bool): pass  # (no number, though Python makes it an int)
+    elif s is not None and re.fullmatch(r'[-+]?\d+', s): return int(s)
+    elif typ == 'integer':
+        if isinstance(v, int) or (isinstance(v, float) and v.is_integer()): return int(v)
+    elif isinstance(v, (int, float)): return v
+    elif s is not None and re.fullmatch(r'[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?', s): return float(s)
+    raise ValueError(v)
+
+def _coerced(name:str, fn, schema:dict, inp:dict) -> dict:
+    "`inp` with each scalar argument made the type the schema declares (ValueError saying which does not fit), containers repaired by fastcore"
+    props = (schema.get('input_schema') or {}).get('properties') or {}
+    kw = dict(inp)
+    for a, v in inp.items():
+        typ = (props.get(a) or {}).get('type')
+        if typ not in _SCALARS or v is None: continue  # (None: a default's value, or the tool says itself)
+        try: kw[a] = _scalar(v, typ)
+        except ValueError: raise ValueError(f'{name}: `{a}` must be {_SCALARS[typ]}, not {v!r}') from None
+    if callable(fn):
+        try:
+            from fastcore.funccall import coerce_inputs
+            kw = coerce_inputs(fn, kw)
+        except Exception: pass  # (it repairs what it can; the call says the rest)
+    return kw
+
+def _run_call(block, tools, schemas, call_tool, max_result, why='') -> ToolCall:
     name, inp = block.get('name'), block.get('input') or {}
     tc = ToolCall(block.get('id'), name, inp, '', False)
     if name not in tools: tc.result, tc.is_error = f'unknown tool: {name!r}', True; return tc
     fn = tools[name]
-    if (why := _bad_args(name, fn, schemas[name], inp)): tc.result, tc.is_error = why, True; return tc
+    if (bad := _bad_args(name, fn, schemas[name], inp)): tc.result, tc.is_error = bad, True; return tc
+    try: kw = _coerced(name, fn, schemas[name], inp)
+    except ValueError as e: tc.result, tc.is_error = str(e), True; return tc
     try:
-        if call_tool is not None: res = call_tool(name, fn, inp)
+        if call_tool is not None: res = call_tool(name, fn, kw)
         elif not callable(fn): raise LLMError(f'tool {name!r} has only a schema: pass call_tool to run it')
-        else:
-            try:
-                from fastcore.funccall import coerce_inputs
-                kw = coerce_inputs(fn, inp)
-            except Exception: kw = inp
-            res = fn(**kw)
-        tc.result = tool_result_text(_awaited(res), max_result)
-    except Exception as e: tc.result, tc.is_error = tool_result_text(f'{type(e).__name__}: {e}', max_result), True
+        else: res = fn(**kw)
+        tc.result = tool_result_text(_awaited(res), max_result, why)
+    except ToolError as e: tc.result, tc.is_error = tool_result_text(str(e), max_result, why), True
+    except Exception as e: tc.result, tc.is_error = tool_result_text(f'{type(e).__name__}: {e}', max_result, why), True
     return tc
 
 def _result_block(tc:ToolCall) -> dict:
@@ -487,6 +523,9 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
     tools = _tool_dict(tools)
     schemas = {n: tool_schema(fn, name=n) for n, fn in tools.items()}
     transcript, rounds, calls, total, said = [], [], [], empty_usage(), []
+    th = thinking_param(thinking)
+    window = getattr(client, 'context_window', None)  # (the input a request may have: its window less the room for the reply)
+    room = window - getattr(client, 'max_tokens', 0) - (th['budget_tokens'] if th and th.get('type') == 'enabled' else 0) if window else None
     def text(t):  # a streamed chunk: shown, kept (what a request cut short said), and where a stop asked for ends the request
         said.append(t)
         if on_text: on_text(t)
@@ -497,6 +536,9 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
     def so_far(why):  # the result of a loop ended in the middle: its reply is the text of a request cut short, if any
         content = rounds[-1]['content'] if rounds and rounds[-1]['stop_reason'] == why else []
         return LoopResult(LLMReply(reply_text(content), content, why, total, reply.model if reply else client.model), rounds, calls, transcript)
+    def used_by(req, reply):  # the tokens of request `req` (what the API counted, else the estimate) and of its `reply`
+        sent = sum(reply.usage.get(k) or 0 for k in USAGE_KEYS if k != 'output_tokens') or estimate_tokens(system, req, list(schemas.values()) or None)
+        return sent + estimate_tokens(reply.content)
     reply = None
     while True:
         if stop and stop(): break
@@ -520,11 +562,22 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
             not_run = 'the prompt was interrupted' if halted else f'the tool loop stopped after max_rounds={max_rounds} requests'
             round_calls = [ToolCall(b.get('id'), b.get('name'), b.get('input') or {}, f'not run: {not_run}', True) for b in uses]
             why = 'interrupted' if halted else 'max_rounds'
-        else: round_calls = [_run_call(b, tools, schemas, call_tool, max_result) for b in uses]
+        else:
+            limit, note = max_result, ''
+            if room and uses:  # each result cut to its share of the room the next request has left
+                left = room - used_by(req, reply) - 20 * len(uses)  # (20: each result block's own JSON)
+                share = max(0, left) * 3 // len(uses)  # (3 characters a token: below the estimate's 4, so a cut result fits)
+                if share < max_result: limit, note = share, '; cut to fit the context window: ask for less'
+            round_calls = [_run_call(b, tools, schemas, call_tool, limit, note) for b in uses]
         if round_calls: transcript.append({'role': 'user', 'content': [_result_block(tc) for tc in round_calls]})
         rounds.append(dict(content=reply.content, tool_calls=round_calls, stop_reason=reply.stop_reason, usage=reply.usage))
         if on_round: on_round(rounds[-1])
         calls += round_calls
         if not uses or last or halted:
             return LoopResult(dataclasses.replace(reply, usage=total, stop_reason=why), rounds, calls, transcript)
+        if room and (need := used_by(req, reply) + estimate_tokens(transcript[-1])) > room:
+            e = LLMError(f'the tool results filled the context window: the next request would need ~{need} tokens, over the {room} '
+                         f'left for input after {len(rounds)} round(s); ask the model for smaller tool results, or skip or unpin messages')
+            e.partial = so_far('error')
+            raise e
     return so_far('interrupted')

@@ -49,13 +49,14 @@ def test_streaming_tool_loop_and_usage_through_the_real_sdk(root):
     assert block == dict(id=block['id'], name='add', args={'a': 2, 'b': 3}, result='5')
     dm.close_all()
 
-def test_api_error_is_clear_and_changes_nothing(root):
+def test_api_error_is_clear_and_only_recorded_on_the_prompt(root):
     with FakeAnthropic(replies=[FakeAnthropic.error(400, 'prompt is too long')]) as fake:
         dm = make(root, llm=AnthropicClient(api_key='test', base_url=fake.url, max_retries=0))
         p = dm.add_message('hello', 'prompt')
         before = dm.read_message(p['id'])
         with pytest.raises(LLMError, match='400.*prompt is too long'): dm.execute_prompt(p['id'])
-        assert dm.read_message(p['id']) == before
+        after = dm.read_message(p['id'])  # the failure is recorded on the prompt, as a queued run records it; nothing else changes
+        assert after['meta'].pop('run_error').startswith('LLMError: Anthropic API error 400') and after == before
     dm.close_all()
 
 def test_no_key_is_a_clear_error(root, monkeypatch):

@@ -106,7 +106,7 @@ def test_prompt_tools_run_in_a_python3_kernel(tmp_path):
             assert dm.list_variables()  # (a kernel process: its namespace is not a dict here)
             r = dm.execute_prompt(dm.add_message('Use &`add`, &`aadd`, &`echo`, &`boom`, &`nope`', 'prompt')['id'])
             assert [(c['name'], c['result'], c['is_error']) for c in r['tool_calls']] == [
-                ('add', '5', False), ('aadd', '7', False), ('echo', tricky, False), ('boom', 'RuntimeError: ValueError: no luck', True)]
+                ('add', '5', False), ('aadd', '7', False), ('echo', tricky, False), ('boom', 'ValueError: no luck', True)]
             assert r['missing_tools'] == ['nope'] and r['reply'].endswith('done')
             tools = fake.requests[0]['tools']
             assert [t['name'] for t in tools] == ['add', 'aadd', 'echo', 'boom'] and tools[0]['description'] == 'Add two numbers'

@@ -128,3 +128,52 @@ def test_long_dialog_names_one_error_naming_the_limit(tmp_path):
         assert post(http, 'add_relative_', dlg_name=name, content='kept', placement='at_end').status_code == 200
         assert post(http, 'stop_kernel_', name=name).json() == {'success': 'dialog stopped'}
         assert 'kept' in (root / f'{name}.ipynb').read_text()
+
+
+# Fixes of the third dialog audit (notes/audit/dialogs.md), across a process boundary: a python3 kernel, the MCP server.
+
+def test_a_raising_tool_leaves_nothing_in_a_python3_kernel(tmp_path):
+    "#4: a tool that raises in a kernel process leaves no `__headlesnb_call__` (or `__headlesnb_ret__`) in the user's namespace"
+    dm = DialogManager(tmp_path, llm=MockLLMClient([{'tool_calls': [('fine', {}), ('boom', {'x': 1})]}, 'done']), save_delay=60)
+    try:
+        dm.use_dialog('k', mode='create', kernel='python3')
+        dm.add_message('def boom(x:int):\n    "raises"\n    raise ValueError("kaboom")\ndef fine(): return "ok"', 'code')
+        assert dm.run_message()['status'] == 'ok'
+        r = dm.execute_prompt(dm.add_message('try &`boom` and &`fine`', 'prompt')['id'])
+        assert [(c['name'], c['is_error']) for c in r['tool_calls']] == [('fine', False), ('boom', True)], r['tool_calls']
+        out = dm.execute_code("print(sorted(k for k in globals() if 'headlesnb' in k))")['outputs']
+        assert ''.join(out[0]['text']) == '[]\n', out
+    finally: dm.close_all()
+
+
+def test_mcp_execute_prompt_says_what_a_reply_lacks_and_which_tools_were_not_offered(tmp_path, monkeypatch):
+    """#2, #13, #16, #7 over MCP: a reply cut at max_tokens or refused says so; the dialog's own `grep`, named in the prompt,
+    is called instead of the workspace's, which the answer names as left out; a named tool missing from the kernel is named
+    with what to do; a prompt that failed before any reply is recorded and read back without the model's placeholder"""
+    import anyio
+    from test_mcp import stdio_session, ok, err
+    from test_mcp_runs_audit import new_msg
+    replies = [{'tool_calls': [('grep', {'pattern': 'zzz'})]}, {'text': 'partial answer cut', 'stop_reason': 'max_tokens'},
+               {'text': 'I started', 'stop_reason': 'refusal'}, FakeAnthropic.error(529)]
+    with FakeAnthropic(replies=replies) as fake:
+        monkeypatch.setenv('ANTHROPIC_BASE_URL', fake.url); monkeypatch.setenv('ANTHROPIC_API_KEY', 'test')
+        async def go():
+            async with stdio_session(tmp_path) as s:
+                await ok(s, 'use_dialog', dialog_name='d', mode='create')
+                code = await new_msg(s, 'def grep(pattern:str):\n    "my own grep"\n    return "MINE " + pattern', 'code')
+                await ok(s, 'run_msg', msg_id=code)
+                p = await new_msg(s, 'use my &`grep` and &`ad`', 'prompt')
+                said = await ok(s, 'execute_prompt', msg_id=p)
+                assert f'reply to {p} after 1 tool call (cut at the max_tokens limit (4096): raise max_tokens or ask it to continue):' in said, said
+                assert '"result": "MINE zzz"' in said, said  # the user's function ran, not the workspace's grep
+                assert "\nnot offered as a tool: ad (no function of that name in the dialog's kernel: run the code that defines it)" in said, said
+                assert '\nworkspace tool not offered: grep (' in said, said
+                assert [t['description'] for t in fake.requests[0]['tools'] if t['name'] == 'grep'] == ['my own grep']
+                assert '--- reply (cut at the max_tokens limit (4096)' in await ok(s, 'read_msg', msg_id=p, n=0)
+                q = await new_msg(s, 'something risky', 'prompt')
+                assert f'reply to {q} (the model refused to answer' in await ok(s, 'execute_prompt', msg_id=q)
+                f = await new_msg(s, 'fail 529', 'prompt')
+                assert 'overloaded' in await err(s, 'execute_prompt', msg_id=f)
+                read = await ok(s, 'read_msg', msg_id=f, n=0)
+                assert 'result="pending"' not in read and '--- no reply: its last run failed: LLMError: Anthropic API error 529' in read, read
+        anyio.run(go)

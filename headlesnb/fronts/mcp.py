@@ -36,7 +36,7 @@ from mcp.types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError, 
 from ..errors import *
 from ..notebook import NotebookManager, cell_info
 from ..base import RUN_KEEP, make_kernel, run_info
-from ..dialog import reply_output
+from ..dialog import MISSING_TOOL, reply_cut, reply_output
 from .. import history
 from ..history import CLIENT, as_client
 from ..engine import Engine
@@ -1080,12 +1080,22 @@ def format_message(m:dict, opts:McpOptions, output:bool=True, dialog:str|None=No
     within `opts.text_limit`: a cut names the `read_msg` call that reads on (in `dialog`, if named); `offset`: the page from there"""
     flags = [f if f != 'bookmark' else f'bookmark {m[f]}' for f in _FLAG_NAMES if m.get(f)] + (['queued/running'] if m.get('run') else [])
     text = ' · '.join([m['msg_type'], f"id {m['id']}", *([f"hash {m['hash']}"] if m.get('hash') else []), *flags]) + '\n' + (m['content'] or '(empty)')
-    if output and m.get('ai_output'): text += f"\n--- {'reply' if m['msg_type'] == 'prompt' else 'output'}:\n{m['ai_output']}"
+    if output and m['msg_type'] == 'prompt': text += _reply_text(m)
+    elif output and m.get('ai_output'): text += f"\n--- output:\n{m['ai_output']}"
     def more(at): return f"read_msg(msg_id={m['id']!r}, offset={at}" + (f", dialog_name={dialog!r}" if dialog else '') + ')'
     if not offset: return cap_text(text, opts.text_limit, more)  # (without its output, the text is the head of the one read_msg pages)
     p = page_text(text, offset, opts.text_limit, f"message {m['id']}")
     return (f"message {m['id']}: characters {p['offset']:,}-{p['end']:,} of {p['total']:,}; "
             + (f"next: {more(p['next_offset'])}" if p['next_offset'] is not None else 'the end') + f"\n{p['text']}")
+
+def _reply_text(m:dict) -> str:
+    """A prompt's reply as a read shows it: marked when it is not whole (`reply_cut`) or its last run failed; a prompt without
+    one says so, never showing the placeholder its model reads for it (`<output result="pending" .../>`)"""
+    meta = m.get('meta') or {}
+    cut, err = reply_cut(meta), meta.get('run_error')
+    if not m.get('output'):
+        return ''.join([f"\n--- no reply ({cut})" if cut else '', f"\n--- no reply: its last run failed: {err}" if err else ''])
+    return f"\n--- reply{f' ({cut})' if cut else ''}:\n{m['ai_output']}" + (f"\n--- its last run failed: {err}" if err else '')
 
 def _left_out(ms:list) -> str:
     "The note naming the messages `ms` an answer of `find_msgs` left out: the matches, then the context messages"
@@ -1235,11 +1245,16 @@ async def execute_prompt(self:DialogTools,
 
 @patch
 def _fmt_reply(self:DialogTools, r:dict) -> list:
-    """A prompt's answer: its reply, how it was made (tool calls), and the tools it named that were not offered. The reply
-    of a run (`run_msg`) is its output: a cut names `read_output(run_id=...)`"""
+    """A prompt's answer: its reply, how it was made (tool calls), what it lacks when it is not whole (interrupted, cut at the
+    max_tokens limit, refused), the tools it named that were not offered, and the workspace tools its own functions of their
+    names took the place of. The reply of a run (`run_msg`) is its output: a cut names `read_output(run_id=...)`"""
     calls = f" after {_plural(len(r['tool_calls']), 'tool call')}" if r['tool_calls'] else ''
-    cut = ' (interrupted: the reply so far)' if r.get('status') == 'interrupted' else ''
-    bad = ''.join(f"\nnot offered as a tool: {n} ({why})" for n, why in (r.get('bad_tools') or {}).items())
+    lacks = r.get('cut') or (reply_cut({'interrupted': True}) if r.get('status') == 'interrupted' else '')  # (a run stopped before its turn)
+    cut = f' ({lacks})' if lacks else ''
+    unoffered = {**dict.fromkeys(r.get('missing_tools') or [], MISSING_TOOL), **(r.get('bad_tools') or {})}
+    bad = ''.join(f"\nnot offered as a tool: {n} ({why})" for n, why in unoffered.items()) + ''.join(
+          f"\nworkspace tool not offered: {n} (the dialog's own function {n}, named in the prompt, is offered under that name)"
+          for n in r.get('shadowed_tools') or [])
     reply = (format_outputs([reply_output(r['reply'])], self.opts, where=OutputsOf(run_id=r['run_id']))[0].text if r.get('run_id') and r['reply']
              else cap_text(r['reply'], self.opts.text_limit))
     return [f"reply to {r['id']}{calls}{cut}:\n{reply}{bad}"]
