@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from .errors import *
 from .document import mk_cell, new_id
 from .history import InsertCells, DeleteCells, SetFields, Reorder, Compound
-from .utils import count_range, text_diff, content_hash, check_hash, hash_list
+from .utils import count_range, text_diff, content_hash, check_hash, hash_list, shown_name
 from .base import BaseManager, check_wait, noting
 from .kernels.kernel import run_timeout
 from .paths import check_name
@@ -139,7 +139,7 @@ def list_files(self:NotebookManager, path:str='', max_depth:int=1, start_index:i
             except ValueError: continue  # a symlink out of the root is not shown
             if not pattern or fnmatch.fnmatch(e.name, pattern) or fnmatch.fnmatch(self.rel(full), pattern):
                 st = e.stat()
-                found.append(dict(path=self.rel(full), type='directory' if is_dir else 'file', size=None if is_dir else st.st_size,
+                found.append(dict(path=shown_name(self.rel(full)), type='directory' if is_dir else 'file', size=None if is_dir else st.st_size,
                                   modified=datetime.fromtimestamp(st.st_mtime, timezone.utc).isoformat(timespec='seconds')))
             if is_dir and depth < max_depth: walk(full, depth + 1)
     walk(base, 1)

@@ -506,7 +506,9 @@ def test_claude_code_through_the_proxy(tmp_path):
         try:
             env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=KEY,
                        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC='1', DISABLE_TELEMETRY='1', DISABLE_AUTOUPDATER='1',
-                       MCP_CONNECTION_NONBLOCKING='0', MCP_CONNECT_TIMEOUT_MS='60000')
+                       MCP_CONNECTION_NONBLOCKING='0', MCP_CONNECT_TIMEOUT_MS='60000',
+                       # the proxy's user, whose key marks the workspace state both write (only Claude Code's HOME is its own)
+                       XDG_CONFIG_HOME=os.environ.get('XDG_CONFIG_HOME') or str(Path.home() / '.config'))
             env.pop('CLAUDE_CONFIG_DIR', None)
             r = subprocess.run([str(CC), '-p', 'read notes.txt', '--output-format', 'json', '--mcp-config', str(cfg), '--strict-mcp-config',
                                 '--allowedTools', 'mcp__headlesnb', 'Read'], env=env, cwd=root, capture_output=True, text=True, timeout=240)

@@ -11,6 +11,7 @@ from headlesnb.errors import (BadArgumentError, ConflictError, CorruptFileError,
                               PathOutsideRootError)
 from headlesnb.context import estimate_tokens
 from headlesnb.workspace import WorkspaceManager, parse_augment, truncate_middle, shift_view, TOOL_NAMES
+from headlesnb.workspace.core import _mac
 
 A_PY = 'import os\n\ndef f(x):\n    return x + 1\n'
 
@@ -475,17 +476,26 @@ def test_conflict_survives_reopen(root):
     assert (root / 'a.py').read_text() == 'ours\n' + A_PY
 
 
+def marked(d:dict) -> str:
+    "State `d` as headlesnb writes it for this user (with its mark)"
+    return json.dumps(d | dict(mac=_mac(d)))
+
+
 def test_corrupt_state(root):
-    (root / 'w.workspace.json').write_text('{not json')
-    with pytest.raises(CorruptFileError): WorkspaceManager(root).open_workspace('w')
-    (root / 'w.workspace.json').write_text('{"version": 1, "next_id": 1, "files": [{"id": "f1"}]}')
     wm = WorkspaceManager(root)
+    for bad in ('{not json', '[1, 2]'):  # not a state headlesnb wrote: not restored, left as it is (audit attacker A9)
+        (root / 'w.workspace.json').write_text(bad)
+        ws = wm.open_workspace('w')
+        assert 'was not written by headlesnb for you here' in ws.notifications[0]['text'] and ws.save() is False
+        assert (root / 'w.workspace.json').read_text() == bad
+        wm.close_workspace('w')
+    (root / 'w.workspace.json').write_text(marked({"version": 1, "next_id": 1, "files": [{"id": "f1"}]}))
     with pytest.raises(CorruptFileError, match='bad workspace state'): wm.open_workspace('w')
     assert wm.list_workspaces() == []
-    (root / 'w.workspace.json').write_text(json.dumps(dict(version=1, next_id=3, editors=[dict(
+    (root / 'w.workspace.json').write_text(marked(dict(version=1, next_id=3, editors=[dict(
         id='e1', path='a.py', start=5, end=2, hidden=False, baseline='', sha='', conflict=None, splits=[])])))
     with pytest.raises(CorruptFileError, match='bad viewport'): wm.open_workspace('w')
-    (root / 'w.workspace.json').write_text('[1, 2]')
+    (root / 'w.workspace.json').write_text(marked(dict(version=2)))
     with pytest.raises(CorruptFileError, match='not a workspace state'): wm.open_workspace('w')
 
 
@@ -548,8 +558,8 @@ def test_restored_paths_are_confined_again(root, outside):
     ws.open_range('a.py')
     wm.close_workspace('w')
     d = json.loads((root / 'w.workspace.json').read_text())
-    d['files'][0]['path'] = '../outside/secret.txt'  # someone edits the state file
-    (root / 'w.workspace.json').write_text(json.dumps(d))
+    d['files'][0]['path'] = '../outside/secret.txt'  # the state file edited (and marked as this user's: confinement holds even then)
+    (root / 'w.workspace.json').write_text(marked(d))  # (marked: the user's own headlesnb could have written it)
     ws2 = WorkspaceManager(root).open_workspace('w')
     assert not ws2.files and 'dropped on reopen' in ws2.notifications[0]['text'] and '1: secret' not in ws2.render()
 
@@ -673,7 +683,7 @@ def test_execute_prompt_tool_loop_sees_workspace(root):
     small = MockLLMClient(['x'], context_window=4196, max_tokens=4096)  # 100 tokens for everything
     dm._llm = small
     p2 = dm.add_message('again', 'prompt')
-    with pytest.raises(BadArgumentError, match='sections alone'): dm.execute_prompt(p2['id'])
+    with pytest.raises(BadArgumentError, match='context added after it'): dm.execute_prompt(p2['id'])
     wm.detach(dm)
     assert dm.section_providers == [] and dm.tool_providers == []
     dm.close_all()

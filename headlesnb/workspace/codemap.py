@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['EXTENSIONS', 'DB_PATH', 'SCHEMA_VERSION', 'REF_KINDS', 'RANK_TTL', 'HIT_MARK', 'CHUNK_LINES', 'EXACT_BOOST',
            'lang_of', 'Grammar', 'grammar', 'extract', 'notebook_source', 'nbdev_source', 'parse_file', 'python_module',
-           'module_of', 'Symbol', 'CodeMap', 'list_code', 'Ranking', 'name_tokens', 'text_tokens', 'BM25Scorer',
-           'SearchIndex', 'open_codemap']
+           'module_of', 'Symbol', 'CodeMap', 'run_git', 'list_code', 'Ranking', 'name_tokens', 'text_tokens',
+           'BM25Scorer', 'SearchIndex', 'open_codemap']
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #90927874
 import errno, fcntl, hashlib, json, logging, os, pickle, queue, re, sqlite3, stat, subprocess, sys, tempfile, threading, time, warnings
@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str, utf8_ok, read_regular
+from ..utils import UNSHOWABLE, check_int, check_str, escaped, name_ok, read_regular
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #6bc1b5c7
 EXTENSIONS = {
@@ -478,7 +478,8 @@ class CodeMap:
         for i, p, m, s, h, mod, cells, lang, src in self.con.execute('SELECT id, path, mtime, size, hash, module, cells, lang, source FROM files'):
             known[p] = (i, m, s, h)
             if mod is None: continue  # skipped (binary, too large, unreadable): not read again until it changes, and not code to show
-            files[i] = (p, mod, json.loads(cells) if cells else None, lang)
+            if cells := json.loads(cells) if cells else None: cells = [[escaped(x) if isinstance(x, str) else x for x in c] for c in cells]
+            files[i] = (escaped(p), escaped(mod), cells, lang)  # (a shipped index is not trusted: what it names is shown on one line)
             if src: sources[i] = json.loads(src)
         self.known, self.files, self.sources, self._exports, self._mem = known, files, sources, {}, None
         self.generation = int(self._meta('generation') or 0)
@@ -497,14 +498,26 @@ class CodeMap:
         with self.lock: self.con.close()
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #622a968b
+# A repository's own config (`.git/config`, and the files it includes) can name programs for git to run. Of the keys
+# git-config(1) lists, those these read-only commands could reach: `core.fsmonitor` (`ls-files` and `check-ignore` run that
+# hook to ask what changed), hooks (`core.hooksPath`: `post-index-change` runs whenever git writes the index) and a pager
+# (`core.pager`, `pager.*`). A `-c` on the command line outranks every config file, and `GIT_OPTIONAL_LOCKS=0` keeps git
+# from rewriting the index on its own. (Filters, textconv, diff drivers and credential helpers run only for commands
+# that read contents, diff or talk to a remote; aliases cannot replace a built-in command.)
+_GIT_SAFE = ('--no-pager', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null')
+
+def run_git(args, cwd, timeout:float=60) -> subprocess.CompletedProcess:
+    "`git ARGS` run in `cwd` (output captured as bytes) so that the repository's config cannot make it run a program (`_GIT_SAFE`)"
+    return subprocess.run(['git', *_GIT_SAFE, *args], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
+                          timeout=timeout, env={**os.environ, 'GIT_OPTIONAL_LOCKS': '0'})
+
 def _git_files(root:Path) -> list|None:
     "Files git tracks or would track under `root` (ignored ones left out); None outside a git work tree or without git"
     if not any((p / '.git').exists() for p in (root, *root.parents)): return None
     try:
-        if subprocess.run(['git', 'check-ignore', '-q', '.'], cwd=root, capture_output=True, timeout=60).returncode == 0:
+        if run_git(['check-ignore', '-q', '.'], root).returncode == 0:
             return None  # the root itself is ignored (a folder inside a clone's ignored part): walk it
-        r = subprocess.run(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], cwd=root,
-                            capture_output=True, timeout=60)
+        r = run_git(['ls-files', '-z', '--cached', '--others', '--exclude-standard'], root)
     except (OSError, subprocess.TimeoutExpired): return None
     return [p for p in r.stdout.decode('utf-8', 'surrogateescape').split('\0') if p] if r.returncode == 0 else None
 
@@ -518,19 +531,14 @@ def _walk_files(root:Path, exclude=(), limit:int|None=None) -> list:
         if limit is not None and (code := code + sum(lang_of(f) is not None for f in files)) > limit: break
     return res
 
-# A control character (the workspace refuses them in names: `headlesnb.paths`) or another character that ends a line: a
-# file name holding one, written into the model's context as a line of the tree or of a search, could end a section
-# there and start one of its own making. And the bidirectional controls, which make a name read as another ("Trojan Source")
-_CONTROL = re.compile('[\x00-\x1f\x7f\x85\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]')
-
 def list_code(root:Path, exclude=(), max_file_bytes:int=2_000_000, limit:int|None=None) -> dict|None:
     """{path: stat} of the code files to index under `root`: hidden, excluded, ignored, out-of-root and huge files, and names
-    UTF-8 cannot hold or with a control character (`_CONTROL`), left out; None when there are more than `limit`"""
+    that cannot be shown as they are (`name_ok`: UTF-8 cannot hold them, or a control character, line break or bidirectional control), left out; None when there are more than `limit`"""
     paths = _git_files(root)
     if paths is None: paths = _walk_files(root, exclude, limit)
     res, root = {}, str(root)
     for rel in paths:
-        if lang_of(rel) is None or not utf8_ok(rel) or _CONTROL.search(rel): continue  # (a byte the file system could not decode: neither the index nor a model's text can hold it)
+        if lang_of(rel) is None or not name_ok(rel): continue  # (neither the index nor a model's text can hold it as itself)
         parts = rel.split('/')
         if any(p.startswith('.') or p in _SKIP_DIRS or p in exclude for p in parts): continue
         full = os.path.join(root, rel)
@@ -747,6 +755,7 @@ def _symbol(self:CodeMap, row) -> Symbol:
         cell, first = _cell_at(cells, start)
         start, end, top = start - first + 1, end - first + 1, max(1, top - first + 1)
     mod = self.module_loc(fid, row[5])
+    qual, name, kind, sig, doc, bases = map(escaped, (qual, name, kind, sig, doc, bases))  # (a shipped index is not trusted)
     return Symbol(self._qname(fid, qual), name, kind, path, start, end, top, sig, doc, tuple(b for b in bases.split(',') if b), cell, mod)
 
 @patch
@@ -794,7 +803,7 @@ def _symbol_name(name) -> str:
     """`name` stripped, with `::` as `.`; BadArgumentError unless it ends in a name (`foo`, `Class.method`, `module.foo`:
     a letter, digit or `_` in its last part, and no control character anywhere, as no indexed name has)"""
     n = check_str(name, 'name').strip().replace('::', '.')
-    if not re.search(r'\w', _bare(n)) or _CONTROL.search(n):
+    if not re.search(r'\w', _bare(n)) or UNSHOWABLE.search(n):
         raise BadArgumentError(f"{name!r} is not a symbol name: give one such as foo, Class.method or module.foo")
     return n
 
@@ -859,7 +868,7 @@ def _scope(scopes:list, line:int, default:str) -> str:
 def module_files(self:CodeMap, module:str) -> list:
     "Ids of the files of a module name (or of a path under the root)"
     m = check_str(module, 'module').strip().removeprefix('./')
-    if not m or _CONTROL.search(m): raise BadArgumentError(f"{module!r} is not a module name or a path: give one such as json.decoder or pkg/mod.py")
+    if not m or UNSHOWABLE.search(m): raise BadArgumentError(f"{module!r} is not a module name or a path: give one such as json.decoder or pkg/mod.py")
     if (k := self.known.get(m)) is not None and k[0] in self.files: return [k[0]]
     fids = [i for i, f in self.files.items() if f[1] == m and f[3] in ('python', 'notebook', 'java', 'go')]
     return [i for i in fids if i not in self._shadow] or fids  # nbdev: the notebook
@@ -1243,7 +1252,7 @@ def _tree_text(self:CodeMap, shown:dict, listed:dict, marked=frozenset()) -> str
             if isinstance(x, str): out.append(ind + x); continue
             out.append(ind + self._file_line(x) + (f' ({_count(len(mem.get(x, ())), "symbol")})' if d in listed else ''))
             out += [f"{ind}  {self._sym_line(x, j)}" + (HIT_MARK if (x, j) in marked else '') for j in sorted(shown.get(x, ()))]
-    return '\n'.join(out)
+    return '\n'.join(map(escaped, out))  # (what a shipped index holds never starts a line of its own)
 
 # %% ../../nbs/14f_workspace.codemap.ipynb #70c44311
 _SUB = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')

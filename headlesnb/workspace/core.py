@@ -8,7 +8,7 @@ __all__ = ['STATE_SUFFIX', 'SECTIONS', 'DEFAULT_BUDGETS', 'TOOL_NAMES', 'WINDOW_
            'numbered', 'read_text', 'Workspace', 'WorkspaceManager', 'glob_re', 'model_int']
 
 # %% ../../nbs/14_workspace.core.ipynb #689120bb
-import fnmatch, hashlib, importlib, json, os, re, stat, threading, time, weakref
+import fnmatch, hashlib, hmac, importlib, json, os, re, secrets, stat, tempfile, threading, time, weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..errors import *
 from ..paths import check_name, check_in_root
 from ..document import atomic_write, _sig
-from ..utils import check_int, check_str, id_list, estimate_tokens, SafePattern, read_regular
+from ..utils import check_int, check_str, id_list, estimate_tokens, SafePattern, read_regular, utf8_ok
 from ..context import render_sections
 from ..base import BaseManager
 
@@ -136,6 +136,7 @@ class Workspace:
         self.dialog = None  # the dialog this workspace belongs to, if any
         self.lock, self.save_error = threading.RLock(), None
         self._unlock = None  # lets go of the lock that makes this process the state file's one writer (see `_hold`)
+        self.foreign = False  # the state file was not written by headlesnb for this user: never written over (see `_restore`)
         self.budgets, self.notifications = dict(mgr.budgets), deque(maxlen=mgr.max_notifications)
         self._next, self._note_n = 1, 0
         for w in WINDOWS.values(): setattr(self, w.attr, {})
@@ -434,6 +435,33 @@ def _scan(self:Workspace, query:str, path:str='', glob:str|None=None, regex:bool
         if (hits := _hit_lines(pat, lines)): yield self.rel(p), lines, hits
 
 # %% ../../nbs/14_workspace.core.ipynb #76982e05
+def _key_path() -> Path:
+    "This user's key for workspace state files: `$XDG_CONFIG_HOME/headlesnb/workspace.key`, else ~/.config/headlesnb/workspace.key"
+    return Path(os.environ.get('XDG_CONFIG_HOME') or Path.home() / '.config') / 'headlesnb' / 'workspace.key'
+
+def _state_key() -> bytes:
+    """This user's key for workspace state files (32 random bytes, mode 0600), made on first use. Every process of the user
+    shares it, so each reads back what another wrote; a project folder has no copy of it"""
+    p = _key_path()
+    if not p.exists():
+        p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix='.workspace.key.')  # (made 0600)
+        try:
+            with os.fdopen(fd, 'wb') as f: f.write(secrets.token_bytes(32)); f.flush(); os.fsync(f.fileno())
+            try: os.link(tmp, p)  # whole or not at all, and never over a key another process made meanwhile
+            except FileExistsError: pass
+        finally: os.unlink(tmp)
+    try: key = read_regular(p)
+    except OSError as e: raise ConflictError(f"cannot read the workspace key {p}: {e.strerror or e}") from None
+    if len(key) != 32: raise CorruptFileError(f"the workspace key {p} is damaged (not 32 bytes): remove it, and headlesnb makes a new one "
+                                              "(state files marked with the old one are then not restored)")
+    return key
+
+def _mac(d:dict) -> str:
+    "The mark of state `d` (its `mac` left out): an HMAC-SHA256 with this user's key, over its JSON as it reads back"
+    body = json.dumps({k: v for k, v in d.items() if k != 'mac'}, ensure_ascii=True, separators=(',', ':')).encode()
+    return hmac.new(_state_key(), body, 'sha256').hexdigest()
+
 @patch
 def _state(self:Workspace) -> dict:
     d = dict(version=1, name=self.name, dialog=self.dialog, next_id=self._next, note_n=self._note_n,
@@ -444,9 +472,14 @@ def _state(self:Workspace) -> dict:
 
 @patch
 def save(self:Workspace, force:bool=False) -> bool:
-    "Write the state file now (every change does; `force` changes nothing: nothing is ever held back); never through a symlink"
+    """Write the state file now, with its mark (`_mac`; every change does; `force` changes nothing: nothing is ever held back); never
+    through a symlink, nor over a state file that headlesnb did not write for this user (False: nothing written)"""
     with self.lock:
-        data = json.dumps(self._state(), indent=1, ensure_ascii=False).encode()
+        if self.foreign:
+            if os.path.lexists(self.path): return False  # not ours, and still there: left as it is (`_restore` said so)
+            self.foreign = False  # moved away: this workspace is saved there from now on
+        state = self._state()
+        data = json.dumps(state | dict(mac=_mac(state)), indent=1, ensure_ascii=False).encode()
         try: check_in_root(self.path.parent, self.path, 'workspace state')  # still itself (it was in the root when opened)
         except PathOutsideRootError as e: self.save_error = str(e); raise
         try:
@@ -465,12 +498,23 @@ def sync(self:Workspace, strict:bool=True) -> bool:
 
 @patch
 def _restore(self:Workspace):
-    "Load the state file (CorruptFileError, naming it and what to do, when it is not a workspace state); each idea reads its share"
+    """Load the state file, each idea reading its share, if headlesnb wrote it for this user (its `mac`); else start empty, saying
+    so in a notification, and leave the file as it is. CorruptFileError, naming it and what to do, when a marked file is not a
+    workspace state"""
     where, fix = self.path, f"fix it, or move it away to start workspace {self.name!r} empty; nothing was changed"
-    try: d = json.loads(read_regular(self.path))
+    try: raw = read_regular(self.path)
     except OSError as e: raise BadArgumentError(f"cannot read workspace state {where}: {e.strerror or e}") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as e: raise CorruptFileError(f"{where}: not valid JSON ({e}): {fix}") from None  # (nested too deep: Python's parser gives up)
-    if not isinstance(d, dict) or d.get('version') != 1: raise CorruptFileError(f"{where}: not a workspace state (version 1 expected): {fix}")
+    try: d = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError): d = None  # (nested too deep: Python's parser gives up)
+    if not (isinstance(d, dict) and isinstance(d.get('mac'), str) and hmac.compare_digest(d['mac'], _mac(d))):
+        # A project can ship a state file (a repository, an archive): rendered into every request, its notifications, todos and
+        # tool results would pass for the model's own. Only what headlesnb wrote for this user is restored
+        self.foreign = True
+        self.notify(f"{self.rel(self.path)} was not written by headlesnb for you here (a project can ship such a file; so can an older "
+                    "headlesnb, which did not mark its files): it was not restored and is left as it is. This workspace started empty and "
+                    "is not saved while that file is there: move or delete it to have it saved there, or use a workspace of another name")
+        return
+    if d.get('version') != 1: raise CorruptFileError(f"{where}: not a workspace state (version 1 expected): {fix}")
     try:
         self._next, self._note_n = int(d['next_id']), int(d.get('note_n', 0))
         self.dialog = d.get('dialog')

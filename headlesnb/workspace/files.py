@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str, content_hash, read_regular
+from ..utils import check_int, check_str, content_hash, name_ok, read_regular
 from ..document import parse_nb
 from ..dialog import cell2msg
 from .core import *
@@ -86,11 +86,13 @@ def open_range(self:Workspace, file_path:str, start:int=1, end:int|None=None) ->
 @patch
 def open_search(self:Workspace, query:str, max_windows:int=5, context_lines:int=3, path:str='', glob:str|None=None,
                 regex:bool=True, ignore_case:bool=False) -> dict:
-    "Open windows on the first `max_windows` places matching `query` in files under the root, with context"
+    """Open windows on the first `max_windows` places matching `query` in files under the root, with context; files whose
+    names cannot be shown as they are (`name_ok`) get no window, only a count (`unshown`)"""
     check_int(max_windows, 'max_windows', 1, 50); check_int(context_lines, 'context_lines', 0, 100)
     with self.lock:
-        regions, hits, files = [], 0, 0
+        regions, hits, files, unshown = [], 0, 0, 0
         for rel, lines, found in self._scan(query, path, glob, regex, ignore_case):
+            if not name_ok(rel): unshown += 1; continue  # (no window can name it: one such file must not deny the others' hits)
             files += 1; hits += len(found)
             cur = None
             for i in found:
@@ -102,7 +104,7 @@ def open_search(self:Workspace, query:str, max_windows:int=5, context_lines:int=
             w = self._add_file_window('search', rel, s, e, dict(query=query, matches=m))
             opened.append(w.id)
         if opened: self.save()
-        return dict(ids=opened, matches=hits, files=files, regions=len(regions))
+        return dict(ids=opened, matches=hits, files=files, regions=len(regions)) | (dict(unshown=unshown) if unshown else {})
 
 # %% ../../nbs/14a_workspace.files.ipynb #24346799
 @patch
@@ -251,7 +253,8 @@ def _tool_file_windows(self:Workspace):
             return f"opened {r['id']}: {r['path']} lines {r['start']}-{r['end']} of {r['total']}"
         if operation == 'open_search':
             r = self.open_search(query, model_int(max_windows), model_int(context_lines), file_path)
-            return f"opened {len(r['ids'])} window(s) {', '.join(r['ids'])}: {r['matches']} match(es) in {r['files']} file(s), {r['regions']} region(s)"
+            skipped = f"; {r['unshown']} file(s) with matches skipped: their names hold control characters, line breaks or bidirectional controls (rename them to open them)" if r.get('unshown') else ''
+            return f"opened {len(r['ids'])} window(s) {', '.join(r['ids'])}: {r['matches']} match(es) in {r['files']} file(s), {r['regions']} region(s){skipped}"
         if operation == 'open_cell':
             r = self.open_cell(notebook, cell, s or 1, e)
             return f"opened {r['id']}: cell {r['cell']} of {notebook}, lines {r['start']}-{r['end']} of {r['total']}"

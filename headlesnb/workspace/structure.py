@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import check_int, check_str, join_text
+from ..utils import check_int, check_str, escaped, join_text
 from .core import *
 import headlesnb.workspace.files, headlesnb.workspace.tool_results  # the file and tool-result windows the tools open
 
@@ -222,7 +222,7 @@ def _render_structure(self:Workspace) -> str:
     shown = sum(1 for l in text.split('\n') if '  L' in l)
     tail = (f"[{shown} of {n['symbols']} symbols shown: expand a folder, file or class, or search, to see others]"
             if shown < n['symbols'] else '')
-    return '\n'.join(head + [text] + ([tail] if tail else []))
+    return '\n'.join([*map(escaped, head), text] + ([tail] if tail else []))  # (`expanded` may come from a state file)
 
 # %% ../../nbs/14g_workspace.structure.ipynb #7afa1dcd
 @patch
@@ -250,6 +250,11 @@ def _lines_of(ws, path:str, cell:str|None=None) -> list:
     except (ValueError, StopIteration, AttributeError): return []
     return text_lines(join_text(c.get('source', '')))
 
+def _lines(lines) -> str:
+    """A tool result's lines as one text, each kept on its own line (`escaped`): what the code index holds (a shipped one is
+    not trusted) or a line of code never starts a line that could pass for a section of the workspace"""
+    return '\n'.join(map(escaped, lines))
+
 def _show(ws, refs:list, limit:int=200) -> str:
     "Reference dicts (path, line, loc, kind, scope) as lines with the code they point at"
     out, cache = [], {}
@@ -259,7 +264,7 @@ def _show(ws, refs:list, limit:int=200) -> str:
         code = src[r['line'] - 1].strip() if src and r['line'] <= len(src) else ''
         out.append(f"{r['loc']} [{r['kind']}] in {r['scope']}: {code}"[:300] + (f"  (→ {r['module']})" if r.get('module') else ''))
     if len(refs) > limit: out.append(f'[… {len(refs) - limit} more]')
-    return '\n'.join(out)
+    return _lines(out)
 
 @patch
 def references(self:Workspace, name:str, windows:bool=False, max_windows:int=5) -> dict:
@@ -282,14 +287,14 @@ def references(self:Workspace, name:str, windows:bool=False, max_windows:int=5) 
 def callers(self:Workspace, name:str) -> dict:
     "Who calls `name`: each calling function (or module) and its lines, in a tool-result window"
     res = self.codemap().callers(name)
-    text = '\n'.join(f"{c['caller']}: {', '.join(c['locs'])}" for c in res) or '(none)'
+    text = _lines(f"{c['caller']}: {', '.join(c['locs'])}" for c in res) or '(none)'
     return dict(name=name, callers=len(res), id=self.add_tool_result('callers', text, dict(name=name))['id'])
 
 @patch
 def callees(self:Workspace, name:str) -> dict:
     "What function `name` calls, and where each is defined, in a tool-result window"
     res = self.codemap().callees(name)
-    text = '\n'.join(f"{c['name']} (line {', '.join(map(str, c['lines']))}): " +
+    text = _lines(f"{c['name']} (line {', '.join(map(str, c['lines']))}): " +
                      (', '.join(c['defined']) + (f" and {c['definitions'] - 5} more" if c['definitions'] > 5 else '') if c['defined'] else 'not defined in the index')
                      for c in res) or '(none)'
     return dict(name=name, callees=len(res), id=self.add_tool_result('callees', text, dict(name=name))['id'])
@@ -298,14 +303,14 @@ def callees(self:Workspace, name:str) -> dict:
 def subclasses(self:Workspace, name:str) -> dict:
     "Classes deriving from `name`, directly or not, in a tool-result window"
     res = self.codemap().subclasses(name)
-    text = '\n'.join(f"{'  ' * (s['depth'] - 1)}{s['qname']} ({s['loc']}; bases {', '.join(s['bases'])})" for s in res) or '(none)'
+    text = _lines(f"{'  ' * (s['depth'] - 1)}{s['qname']} ({s['loc']}; bases {', '.join(s['bases'])})" for s in res) or '(none)'
     return dict(name=name, subclasses=len(res), id=self.add_tool_result('subclasses', text, dict(name=name))['id'])
 
 @patch
 def imports(self:Workspace, module:str) -> dict:
     "What `module` (a module name or a path) imports and who imports it, in a tool-result window"
     r = self.codemap().imports(module)
-    text = '\n'.join([f"{r['module']} ({', '.join(r['files'])}) imports:"] +
+    text = _lines([f"{r['module']} ({', '.join(r['files'])}) imports:"] +
                      [f"  {i['module']} ({i['path']}:{i['line']}{'' if i['indexed'] else ', not in the index'})" for i in r['imports']] +
                      [f"imported by:"] + [f"  {i['module']} ({i['path']}:{i['line']}: {i['imports']})" for i in r['imported_by']])
     return dict(module=r['module'], imports=len(r['imports']), imported_by=len(r['imported_by']),
@@ -316,7 +321,7 @@ def imports(self:Workspace, module:str) -> dict:
 def search(self:Workspace, query:str, k:int=10) -> dict:
     "The `k` best symbols and code chunks for `query` (BM25), with scores, in a tool-result window"
     hits = self.codemap().search(query, k)
-    text = '\n'.join(f"{h['score']:.2f} {h['loc']} " + (f"{h['qname']}: {h['sig']}" if h['kind'] == 'symbol' else f"lines {h['start']}-{h['end']}") +
+    text = _lines(f"{h['score']:.2f} {h['loc']} " + (f"{h['qname']}: {h['sig']}" if h['kind'] == 'symbol' else f"lines {h['start']}-{h['end']}") +
                      (f"  (→ {h['module']})" if h.get('module') else '') for h in hits) or '(no hits)'
     return dict(query=query, hits=len(hits), best=hits[0] if hits else None, id=self.add_tool_result('search', text, dict(query=query, k=k))['id'])
 
@@ -331,7 +336,7 @@ def show_structure(self:Workspace, path:str) -> dict:
     lines = [f"{'  ' * depth(s.qname)}{s.sig or s.kind + ' ' + s.name}  " + (f'cell {s.cell} ' if s.cell else '') +
              f"L{s.start}" + (f"-{s.end}" if s.end > s.start else '') + (f"  # {s.doc}" if s.doc else '') for s in syms]
     p = syms[0].path if syms else path
-    return dict(path=p, symbols=len(syms), id=self.add_tool_result('show_structure', '\n'.join(lines) or '(no symbols)', dict(path=path))['id'])
+    return dict(path=p, symbols=len(syms), id=self.add_tool_result('show_structure', _lines(lines) or '(no symbols)', dict(path=path))['id'])
 
 # %% ../../nbs/14g_workspace.structure.ipynb #33117b12
 def _code_tools(ws) -> dict:

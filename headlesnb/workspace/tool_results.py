@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from fastcore.basics import patch
 from ..errors import *
-from ..utils import cap_text, check_int, check_str, id_list
+from ..utils import cap_text, check_int, check_str, id_list, shown_name
 from .core import *
 
 # %% ../../nbs/14c_workspace.tool_results.ipynb #388beed5
@@ -44,13 +44,13 @@ def add_tool_result(self:Workspace, tool:str, output, args:dict|None=None, is_er
 @patch
 def grep(self:Workspace, pattern:str, path:str='', glob:str|None=None, regex:bool=True, ignore_case:bool=False,
          max_results:int=200) -> dict:
-    "Search files under the root; the matching lines (`path:line: text`) go to a tool-result window"
+    "Search files under the root; the matching lines (`path:line: text`, a path `name_ok` refuses quoted) go to a tool-result window"
     check_int(max_results, 'max_results', 1, 10_000)
     with self.lock:
         out, hits, files = [], 0, 0
         for rel, lines, found in self._scan(pattern, path, glob, regex, ignore_case):
             files += 1; hits += len(found)
-            out += [f'{rel}:{i}: {lines[i - 1][:300]}' for i in found[:max(0, max_results - len(out))]]
+            out += [f'{shown_name(rel)}:{i}: {lines[i - 1][:300]}' for i in found[:max(0, max_results - len(out))]]  # (a hostile name: quoted, on its line)
         if hits > len(out): out.append(f'… {hits - len(out)} more matches')
         args = {k: v for k, v in dict(pattern=pattern, path=path, glob=glob, ignore_case=ignore_case).items() if v}
         if not regex: args['regex'] = False
