@@ -557,3 +557,10 @@ def test_ctrl_c_of_serve_with_remote_kernels_is_quiet(tmp_path, jupyter_server):
         said = log.read_text().splitlines()
         assert len(said) == 1 and said[0].startswith('headlesnb serve: serving dialogs'), f'run {i}:\n' + '\n'.join(said)
         assert not new & s.kernel_ids(), f'run {i}: the kernel was left on the server'
+
+def test_a_usage_error_fails_the_cell(server, rk):
+    "IPython's UsageError (an unknown magic): an execute_reply of status error with only a stderr stream fails the cell, as nbclient decides"
+    r = rk.run('%%nosuchmagic\nx')
+    assert (r.status, joined_streams(r.outputs)) == ('error', [{'output_type': 'stream', 'name': 'stderr',
+                                                                'text': 'UsageError: Cell magic `%%nosuchmagic` not found.\n'}]), r
+    assert run_text(rk.run('1 + 1')) == '2'  # the kernel carries on

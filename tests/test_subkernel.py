@@ -6,6 +6,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 from headlesnb.errors import BadArgumentError, KernelError, NotFoundError
+from headlesnb.kernels.inprocess import InProcessKernel
 from headlesnb.kernels.subkernel import SubprocessKernel, list_kernelspecs
 from headlesnb.kernels.kernel import namespace_variable, namespace_variables
 from headlesnb.base import kernel_for_notebook, make_kernel
@@ -392,3 +393,28 @@ def test_a_kernel_that_died_between_runs_is_said_so(tmp_path):
 
 
 def run_text_of(r) -> str: return ''.join(r['outputs'][0]['data']['text/plain'])
+
+# ---- a failed execute_reply fails the cell -------------------------------------------------------
+
+USAGE_ERRORS = ['%%nosuchmagic\nx', '%nosuchline', 'get_ipython().run_line_magic("nosuch", "")']
+
+def test_a_usage_error_fails_the_cell_as_in_process(k):
+    """IPython's UsageError (an unknown magic): the execute_reply says error and the only output is a stderr stream. The cell
+    failed, as nbclient decides, with the status and outputs of the in-process kernel (so the same message)"""
+    with InProcessKernel() as ik:
+        for code in USAGE_ERRORS:
+            ours, theirs = k.run(code), ik.run(code)
+            assert ours.status == theirs.status == 'error' and joined_streams(ours.outputs) == joined_streams(theirs.outputs), (code, ours, theirs)
+    assert run_text(k.run('1 + 1')) == '2'  # the kernel carries on
+
+@pytest.mark.parametrize('kernel', [['-k', 'python3'], []], ids=['python3', 'inprocess'])
+def test_headlesnb_run_stops_at_a_usage_error(tmp_path, kernel):
+    "`headlesnb run` fails at an unknown magic, with a kernel process as in-process (and as papermill): exit 1, the error named, the next cell not run"
+    src, out = tmp_path / 'magic.ipynb', tmp_path / 'magic.out.ipynb'
+    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in ('print(1)', '%%nosuchmagic\nx', 'print("third ran")')]), src)
+    p = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'run', src, out, *kernel], capture_output=True, text=True,
+                       timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert 'cell 2 (id ' in p.stderr and 'failed: Error: UsageError: Cell magic `%%nosuchmagic` not found.' in p.stderr, p.stderr
+    third = [c for c in nbformat.read(out, 4).cells if c.cell_type == 'code'][2]  # (papermill's error banners are markdown cells)
+    assert third.execution_count is None and third.outputs == []

@@ -77,16 +77,20 @@ class _Client(NotebookClient):
     def __init__(self, **kw):
         nb = new_notebook()
         nb['cells'] = {}  # run number -> cell
-        super().__init__(nb, allow_errors=True, record_timing=True, timeout=None, interrupt_on_timeout=False, **kw)
-        self.n, self.current, self.updates, self.info = 0, None, [], {}
+        super().__init__(nb, allow_errors=True, record_timing=True, timeout=None, interrupt_on_timeout=False, on_cell_executed=self._replied, **kw)
+        self.n, self.current, self.updates, self.info, self.reply = 0, None, [], {}, None
 
     def new_cell(self, code:str) -> tuple:
         "A code cell for the next run (built directly: `new_code_cell` validates against the schema, 0.2 ms a cell)"
         self.n += 1
         cell = NotebookNode(cell_type='code', id=f'{self.n:08x}', source=code, metadata=NotebookNode(), outputs=[], execution_count=None)
         self.nb.cells[self.n] = cell
-        self.current, self.updates = self.n, []
+        self.current, self.updates, self.reply = self.n, [], None
         return cell, self.n
+
+    def _replied(self, cell, cell_index, execute_reply):
+        "Keep the running cell's execute_reply content: its status says whether the cell failed (nbclient's hook, called as it arrives)"
+        if cell_index == self.current: self.reply = execute_reply.get('content', {})
 
     def done(self, idx:int):
         "Forget a finished cell unless a display id points at one of its outputs"
@@ -396,7 +400,9 @@ def _result(self, client, cell, task, reason, outcome, why, timeout, started) ->
     if task.done() and not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), DeadKernelError):
         e = task.exception()
         outs.append(_error('KernelError', f'nbclient could not run the cell: {type(e).__name__}: {e}'))
-    status = 'error' if any(o['output_type'] == 'error' for o in outs) else 'ok'
+    # failed: as nbclient says, by its execute_reply (IPython's UsageError, an unknown magic, shows only a stderr stream); or by an error output
+    failed = (client.reply or {}).get('status') == 'error' or any(o['output_type'] == 'error' for o in outs)
+    status = 'error' if failed else 'ok'
     kbi = next((o for o in reversed(outs) if o['output_type'] == 'error' and o['ename'] == 'KeyboardInterrupt'), None)
     fresh = ' A new kernel starts on the next run: variables and imports are lost.'
     if outcome == 'dead' and self._lost(client):
