@@ -49,10 +49,13 @@ def stop(p) -> str:
 
 @pytest.mark.parametrize('allow', ['myhost.test', '*'])
 def test_allow_host_lets_mcp_through(tmp_path, allow):
-    p, port = http_server(tmp_path, '127.0.0.1', '--allow-host', allow)
-    r = httpx.post(f'http://127.0.0.1:{port}/mcp', json=INIT, headers={**ACCEPT, 'Host': f'myhost.test:{port}'}, timeout=30)
+    "'*' (any Host: a DNS-rebinding page is same-origin) needs a token"
+    token = ['--token', 'tok'] if allow == '*' else []
+    p, port = http_server(tmp_path, '127.0.0.1', '--allow-host', allow, *token)
+    auth = {'Authorization': 'Bearer tok'} if token else {}
+    r = httpx.post(f'http://127.0.0.1:{port}/mcp', json=INIT, headers={**ACCEPT, **auth, 'Host': f'myhost.test:{port}'}, timeout=30)
     assert r.status_code == 200, (r.status_code, r.text)
-    r = httpx.post(f'http://127.0.0.1:{port}/mcp', json=INIT, headers={**ACCEPT, 'Host': f'other.test:{port}'}, timeout=30)
+    r = httpx.post(f'http://127.0.0.1:{port}/mcp', json=INIT, headers={**ACCEPT, **auth, 'Host': f'other.test:{port}'}, timeout=30)
     assert r.status_code == (200 if allow == '*' else 421), (r.status_code, r.text)
     if allow != '*': assert r.headers['content-type'] == 'application/json' and 'not this server' in r.json()['error']
     stop(p)

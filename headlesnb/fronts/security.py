@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['MAX_BODY', 'TOKEN_ENV', 'LOOPBACK_NAMES', 'FRAME_PATH', 'FRAME_CSP', 'FRAME_HEADERS', 'FRAME_HOST', 'FRAME_BOOT',
-           'FRAME_LOADER', 'is_loopback', 'split_host', 'bracket', 'Guard', 'new_token', 'server_token',
-           'sanitize_html', 'render_markdown', 'script_hash', 'frame_doc', 'frame_slot', 'page_csp']
+           'FRAME_LOADER', 'is_loopback', 'split_host', 'bracket', 'check_token', 'any_host_needs_token',
+           'check_access', 'Guard', 'new_token', 'server_token', 'sanitize_html', 'render_markdown', 'script_hash',
+           'frame_doc', 'frame_slot', 'page_csp']
 
 # %% ../../nbs/21a_fronts.security.ipynb #736e7845
 import functools, hashlib, hmac, html, json, logging, os, re, secrets, sys, threading
@@ -61,14 +62,38 @@ def _repeated(scope) -> str|None:
 _SAFE_HEADERS = [(b'x-content-type-options', b'nosniff'), (b'referrer-policy', b'no-referrer'),
                  (b'x-frame-options', b'DENY'), (b'cross-origin-resource-policy', b'same-origin')]
 
+_TOKEN = re.compile(r'[!-~]+')  # printable ASCII without spaces: a header, a cookie and a query carry it as it is
+_COOKIE_KEY = secrets.token_bytes(32)  # this process's key for the cookie's value (an HMAC of the token, never the token)
+
+def check_token(token:str, name:str='headlesnb'):
+    "Refuse (BadArgumentError) a token no client can send, which would lock everyone out"
+    if not _TOKEN.fullmatch(token):
+        bad = next(c for c in token if not _TOKEN.fullmatch(c))  # (named, never the token: it is a secret)
+        raise BadArgumentError(f"{name}'s token holds {bad!r}, which a client cannot send (headers carry printable ASCII): a token may hold "
+                               "letters, digits and ASCII punctuation (!-./:@_~ and the like), no spaces and no accented letters. "
+                               "python -c 'import secrets; print(secrets.token_urlsafe(32))' makes one")
+
+def any_host_needs_token(allow_hosts, token:str|None, name:str='headlesnb'):
+    "Refuse (BadArgumentError) '*' among the allowed hosts without a token: any Host accepted lets a DNS-rebinding page in"
+    if '*' in allow_hosts and not token:
+        raise BadArgumentError(f"{name} with --allow-host '*' needs a token: with any Host accepted, a web page whose own name was pointed "
+                               "at 127.0.0.1 (DNS rebinding) is this server's own origin to the browser, and only a token stops it. "
+                               "Pass --token (or set the environment variable), or allow the names you use one by one")
+
+def check_access(host:str, allow_hosts=(), token:str|None=None, name:str='headlesnb'):
+    "Refuse (BadArgumentError) a server's settings that leave it open, or locked: no token off loopback or with any Host, a token no client can send"
+    if token: return check_token(token, name)
+    any_host_needs_token(allow_hosts, token, name)
+    if not is_loopback(host):
+        raise BadArgumentError(f"{name} on {host} (not loopback) needs a token: anyone who reaches the port could run code. "
+                               f"Pass --token (or set the environment variable), or bind 127.0.0.1")
+
 class Guard:
     "ASGI middleware: only the server's own clients get through (Host, Origin, fetch metadata, token, method); bodies are capped"
     def __init__(self, app, host:str='127.0.0.1', port:int|None=None, allow_hosts=(), token:str|None=None,
                  max_body:int=MAX_BODY, methods=('GET', 'HEAD', 'POST'), name:str='headlesnb', log=None, body_types=None,
                  limit_option:str|None=None):  # the command-line option that raises `max_body`, named in a 413
-        if not is_loopback(host) and not token:
-            raise BadArgumentError(f"{name} on {host} (not loopback) needs a token: anyone who reaches the port could run code. "
-                                   f"Pass --token (or set the environment variable), or bind 127.0.0.1")
+        check_access(host, allow_hosts, token, name)
         self.app, self.port, self.token, self.max_body, self.name = app, port, token, max_body, name
         self.too_big = f" ({max_body / 2**20:g} MB): send a smaller body" + (f", or restart {name} with a larger {limit_option}" if limit_option else '')
         self.methods = {m.upper() for m in methods}
@@ -84,20 +109,27 @@ class Guard:
             if p is None: self.names.add(n)
             else: self.pairs.add((n, p))
         self.cookie = re.sub(r'\W+', '_', f'{name}_token_{port or 0}')  # one cookie per server (cookies ignore ports)
+        self.cookie_value = token and hmac.new(_COOKIE_KEY, token.encode(), hashlib.sha256).hexdigest()  # what another port's server may see
         self.log = log or (lambda s: print(f'{name}: {s}', file=sys.stderr, flush=True))
 
-    def host_ok(self, value:str, port:int, default_port:int=80) -> bool:
-        "Is `value` (a Host header, or an Origin's host part) one of this server's names on its port?"
-        if self.any_host: return True
+    def named(self, value:str, port:int, default_port:int=80) -> bool:
+        "Is `value` (a Host header, or an Origin's host part) one of this server's names on its port, or one allowed by name?"
         n, p = split_host(value, default_port)
         return p is not None and ((n in self.names and p == port) or (n, p) in self.pairs)
 
-    def origin_ok(self, origin:str, port:int) -> bool:
-        "Is `origin` this server's own origin? (`null`, other schemes and other hosts are not)"
+    def host_ok(self, value:str, port:int) -> bool:
+        "Is `value`, a Host header, this server's? (any, with '*' allowed)"
+        return self.any_host or self.named(value, port)
+
+    def origin_ok(self, origin:str, host:str, port:int) -> bool:
+        """Is `origin` this server's own origin? (`null`, other schemes and other hosts are not.) With any Host allowed, so is the
+        request's own `host`, and only it: the server's page calls itself, a page elsewhere is refused as without '*'"""
         try: u = urlsplit(origin)
         except ValueError: return False
         if u.scheme not in ('http', 'https') or not u.netloc or u.path or u.query: return False
-        return self.host_ok(u.netloc, port, 443 if u.scheme == 'https' else 80)
+        default = 443 if u.scheme == 'https' else 80
+        if self.named(u.netloc, port, default): return True
+        return self.any_host and (o := split_host(u.netloc, default))[1] is not None and o == split_host(host, default)
 
 # %% ../../nbs/21a_fronts.security.ipynb #0af9cfdc
 @patch
@@ -109,7 +141,7 @@ def check(self:Guard, scope) -> tuple|None:
     if not self.host_ok(h.get('host', ''), port):
         return 421, f"Host {h.get('host', '')[:100]!r} is not this server's (DNS rebinding?): use http://{self.home}:{port} or allow the name explicitly"
     origin = h.get('origin')
-    if origin is not None and not self.origin_ok(origin, port):
+    if origin is not None and not self.origin_ok(origin, h.get('host', ''), port):
         return 403, f"cross-origin request from {origin[:100]!r} refused: only this server's own pages and local clients may call it"
     site, mode, dest = h.get('sec-fetch-site'), h.get('sec-fetch-mode'), h.get('sec-fetch-dest', '')
     navigation = scope['type'] == 'http' and scope['method'] in ('GET', 'HEAD') and mode == 'navigate' and dest in ('document', '')
@@ -124,22 +156,27 @@ def check(self:Guard, scope) -> tuple|None:
     return None
 
 def _given_token(scope, h:dict, cookie:str) -> tuple:
-    "The token a request carries, and where: an Authorization Bearer, X-Headlesnb-Token, the cookie, or ?token="
+    "The token a request carries, and where: an Authorization Bearer, X-Headlesnb-Token, ?token= (before a cookie an earlier run set), or the cookie"
     auth = h.get('authorization', '')
     if auth[:7].lower() == 'bearer ': return auth[7:].strip(), 'header'
     if 'x-headlesnb-token' in h: return h['x-headlesnb-token'].strip(), 'header'
+    q = dict(parse_qsl(scope.get('query_string', b'').decode('latin-1')))
+    if 'token' in q: return q['token'], 'query'
     if 'cookie' in h:
         try: c = SimpleCookie(h['cookie'])
         except Exception: c = {}
         if cookie in c: return c[cookie].value, 'cookie'
-    q = dict(parse_qsl(scope.get('query_string', b'').decode('latin-1')))
-    if 'token' in q: return q['token'], 'query'
     return None, None
 
 @patch
 def token_ok(self:Guard, given) -> bool:
     "Constant-time comparison with the server's token"
     return given is not None and hmac.compare_digest(given.encode('utf-8', 'replace'), self.token.encode())
+
+@patch
+def cookie_ok(self:Guard, given) -> bool:
+    "Constant-time comparison with the cookie's value (an HMAC of the token with this process's key; the token itself is not one)"
+    return given is not None and hmac.compare_digest(given.encode('utf-8', 'replace'), self.cookie_value.encode())
 
 # %% ../../nbs/21a_fronts.security.ipynb #cb10795d
 def new_token() -> str:
@@ -192,15 +229,16 @@ async def __call__(self:Guard, scope, receive, send):
     h = _headers(scope)
     if bad is None and self.token:
         given, where = _given_token(scope, h, self.cookie)
-        if not self.token_ok(given):
+        if not (self.cookie_ok(given) if where == 'cookie' else self.token_ok(given)):
             page = scope.get('path', '/') if scope.get('method') in ('GET', 'HEAD') else '/'  # (a POST endpoint is no page to open)
             bad = 401, (f"this server needs its token: send 'Authorization: Bearer TOKEN', or open {page}?token=TOKEN once in the browser"
-                        if given is None else "wrong token")
+                        if given is None else f"this browser's cookie is not this server's (an earlier run of it?): open {page}?token=TOKEN again"
+                        if where == 'cookie' else "wrong token")
         elif where == 'query' and scope['type'] == 'http' and scope['method'] in ('GET', 'HEAD'):
             # a first visit with ?token=: keep it in a cookie for this server, and take it out of the address bar
             q = urlencode([(k, v) for k, v in parse_qsl(scope.get('query_string', b'').decode('latin-1'), keep_blank_values=True) if k != 'token'])
             loc = _LEAD.sub('/', scope.get('path', '/')) + (f'?{q}' if q else '')  # `//evil.example/` is this server's `/evil.example/`, never another's
-            cookie = f'{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict'
+            cookie = f'{self.cookie}={self.cookie_value}; Path=/; HttpOnly; SameSite=Strict'  # (not the token: every port of the host gets it)
             await send({'type': 'http.response.start', 'status': 303, 'headers': [(b'location', loc.encode('latin-1', 'replace')),
                         (b'set-cookie', cookie.encode()), (b'content-length', b'0'), *_SAFE_HEADERS]})
             await send({'type': 'http.response.body', 'body': b''})
