@@ -53,17 +53,12 @@ def test_mcp_options_the_engine_refuses_are_refused_at_start(tmp_path, args, sai
     refused(headlesnb('mcp', *(['--root', str(tmp_path)] if '--root' not in args else []), *args), said.replace("'README.md'", repr(str(tmp_path / 'README.md'))))
 
 
-@pytest.mark.parametrize('front', ['mcp', 'serve'])
-def test_a_root_that_is_not_there_yet_is_made(tmp_path, front):
-    "A `--root` that does not exist yet is made and served (as before); only a file is refused"
-    root = tmp_path / 'new' / 'notebooks'
-    if front == 'mcp': r = headlesnb('mcp', '--root', str(root))
-    else:
-        p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', '0'],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try: line = p.stderr.readline()
-        finally: p.terminate(); p.wait(30)
-        r = subprocess.CompletedProcess(p.args, 0, '', line)
-    assert r.returncode == 0 and 'serving' in r.stderr and root.is_dir(), (r.returncode, r.stderr)
-    (a_file := tmp_path / 'new' / 'file.txt').write_text('x')
-    refused(headlesnb(front, '--root', str(a_file), '--port', '0'), 'is not a folder')
+@pytest.mark.parametrize('front', [('mcp',), ('mcp', '--transport', 'http'), ('serve',)])
+def test_a_root_that_is_not_there_is_refused_not_made(tmp_path, front):
+    """A `--root` that does not exist is refused as proxy's is (exit 2), not made, at any depth: a typo in an assistant's config
+    would otherwise serve it a new, empty folder, where its notebooks would then go; a file is refused too"""
+    root = tmp_path / 'typo' / 'deep' / 'root'
+    refused(headlesnb(*front, '--root', str(root), '--port', '0'), f"argument --root: {str(root)!r} is not a folder")
+    assert not (tmp_path / 'typo').exists()
+    (a_file := tmp_path / 'file.txt').write_text('x')
+    refused(headlesnb(*front, '--root', str(a_file), '--port', '0'), 'is not a folder')

@@ -153,6 +153,7 @@ def test_ctrl_c_of_the_http_server_stores_the_reply_so_far_and_answers_the_promp
 def stdio_prompt_then_ctrl_c(tmp_path, fake, presses:int=1) -> tuple:
     "A stdio server asked a prompt of `fake`, then Ctrl-C `presses` times (`prompt_then_ctrl_c`): (its exit status, its stderr, the call's result or failure, its root)"
     rc, errlog, got, root = tmp_path / 'rc', tmp_path / 'stderr', {}, tmp_path / 'root'
+    root.mkdir()
     # the official client starts the server; a shell between keeps its exit status (the client reaps the process it started)
     cmd = f'{shlex.join([sys.executable, *server_args(root)])}; echo $? > {shlex.quote(str(rc))}'
     async def go():

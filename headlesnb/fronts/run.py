@@ -50,13 +50,15 @@ _USAGE = '''headlesnb run [options] INPUT [OUTPUT]
 _DESC = '''Execute notebooks headlessly, with papermill's command line: a papermill command works with
 `papermill` replaced by `headlesnb run`. INPUT and OUTPUT may be `-` (standard input / output; logs and
 progress then go to stderr only). Without OUTPUT the notebook is run as a check and nothing is written.
-Two paths are INPUT OUTPUT, even with --jobs or --inplace. Several INPUTs (or --output-dir) run each notebook in its own process, --jobs at a time (with -k KERNEL: in this
+Two paths are INPUT OUTPUT, even with --jobs or --inplace; more need --output-dir (or --jobs, --cluster,
+--inplace). Several INPUTs run each notebook in its own process, --jobs at a time (with -k KERNEL: in this
 process, each on a kernel started while the notebooks before it ran), or on a Dask cluster with --cluster.
 Paths may be URLs that fsspec serves (s3://, gs://, az://, http(s)://, ...: pip install 'headlesnb[cloud]').
 SIGTERM is handled as Ctrl-C (outputs so far written), with exit status 143.
 
 Exit status: 0 ok, 1 a cell failed (outputs written, error banner at the top), 2 bad input or options,
-or a kernel that could not start (nothing written), 124 past --total-timeout (outputs so far written), 130 interrupted by Ctrl-C (outputs so
+or a kernel that could not start (nothing written), 74 the notebook ran but an output (the notebook, a --stdout-file
+or --stderr-file) could not be written (the message says which, and where the executed notebook is), 124 past --total-timeout (outputs so far written), 130 interrupted by Ctrl-C (outputs so
 far written), 137 killed: an in-process cell blocked in C past --execution-timeout (the cells before it
 written), 138 the kernel died, 143 SIGTERM.'''
 
@@ -79,8 +81,9 @@ def run_parser() -> argparse.ArgumentParser:
     a('-y', '--parameters_yaml', '--parameters-yaml', action='append', default=[], metavar='YAML', help='a YAML string of parameters (repeatable)')
     a('-b', '--parameters_base64', '--parameters-base64', action='append', default=[], metavar='B64', help='a base64-encoded YAML string of parameters (repeatable). '
       'Precedence, lowest first: --inject-*, -b, -f, -y, -p, -r')
-    a('--inject-input-path', action='store_true', help='add the input path as the parameter PAPERMILL_INPUT_PATH (a URL without its user and password)')
-    a('--inject-output-path', action='store_true', help='add the output path as the parameter PAPERMILL_OUTPUT_PATH')
+    a('--inject-input-path', action='store_true', help='add the input path as the parameter PAPERMILL_INPUT_PATH (a local path made absolute, '
+      "as the kernel runs in the notebook's folder; a URL without its user and password)")
+    a('--inject-output-path', action='store_true', help='add the output path as the parameter PAPERMILL_OUTPUT_PATH (made absolute, as the input path)')
     a('--inject-paths', action='store_true', help='both of the above')
     a('--engine', help="papermill's engine name: accepted for compatibility; headlesnb has one engine (default: headlesnb)")
     a('--request-save-on-cell-execute', action=_OnOff, off=['--no-request-save-on-cell-execute'], default=True,
@@ -152,6 +155,9 @@ def _targets(a) -> tuple[list, str|None]:
         raise BadArgumentError(f"{ps[0]} {ps[1]}: two paths are INPUT OUTPUT, and {opt} " + (
             "writes into the input: give only INPUT, or run the two notebooks in place with --inplace --jobs 2" if a.inplace else
             f"runs several notebooks, whose outputs go to --output-dir DIR: give it to run both, or leave {opt} out to write {ps[1]}"))
+    if len(ps) > 2 and a.output_dir is None and not (a.inplace or batch):  # papermill: "Got unexpected extra argument"; never a silent check of them all
+        raise BadArgumentError(f"unexpected extra argument{'s' * (len(ps) > 3)} {' '.join(ps[2:])} after INPUT {ps[0]} OUTPUT {ps[1]}: quote a value "
+                               "of several words (-p title 'my report'), or give --output-dir DIR to run several notebooks")
     many = a.output_dir is not None or len(ps) > 2 or (len(ps) == 2 and a.inplace and batch)
     if not ps:  # `... | headlesnb run | ...`: papermill's `- -`, implied by the pipes
         if not stat.S_ISFIFO(os.fstat(0).st_mode): raise BadArgumentError("no notebook given: headlesnb run INPUT [OUTPUT] (see headlesnb run --help)")

@@ -7,9 +7,9 @@ __all__ = ['log', 'ERROR_MARKER_TAG', 'ERROR_MESSAGE_TEMPLATE', 'ERROR_ANCHOR_MS
            'EXIT_STATUS', 'resolve_type', 'collect_parameters', 'py_literal', 'r_literal', 'julia_literal',
            'bash_literal', 'parameters_source', 'first_tagged', 'inject_parameters', 'infer_parameters',
            'parse_notebook', 'load_notebook', 'prepare_metadata', 'remove_error_markers', 'add_error_banner',
-           'skipped_cells', 'read_scraps', 'notebook_language', 'run_kernel_name', 'start_seconds', 'make_run_kernel',
-           'run_message', 'NotebookExecutionError', 'DeadKernelError', 'RunReport', 'execute_notebook', 'run_summary',
-           'run_notebook']
+           'skipped_cells', 'dialog_prompts', 'read_scraps', 'notebook_language', 'run_kernel_name', 'start_seconds',
+           'make_run_kernel', 'run_message', 'NotebookExecutionError', 'DeadKernelError', 'RunReport',
+           'execute_notebook', 'run_summary', 'run_notebook']
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #40b897bf
 import ast, base64, binascii, json, keyword, logging, math, os, platform, re, select, shlex, shutil, signal, subprocess, sys, tempfile, threading, time, uuid
@@ -25,7 +25,7 @@ from ..errors import HeadlesnbError, BadArgumentError, CorruptFileError, KernelE
 from ..document import check_nb, dump_nb, new_id
 from ..base import BaseManager, Item, kernel_for_notebook, make_kernel, runs_cell
 from ..utils import redact
-from .run_io import basename, local_path, read_bytes, check_writable, writer
+from .run_io import basename, is_url, local_path, read_bytes, check_writable, writer
 
 # %% ../../nbs/26a_fronts.run_exec.ipynb #bfdd8cad
 log = logging.getLogger('headlesnb.fronts.run')
@@ -91,9 +91,14 @@ def _yaml_params(text, what:str) -> dict:
     if not isinstance(d, dict): raise BadArgumentError(f"{what}: parameters must be a YAML mapping of names to values, not a {type(d).__name__}")
     return d
 
+def _absolute(path:str) -> str:
+    """An injected notebook path (`--inject-paths`) as the kernel finds it: a local one made absolute, as the kernel runs in the
+    notebook's folder, not the caller's (papermill's runs in the caller's); a URL, `-` or none ('') as it is"""
+    return path if path in ('', '-') or is_url(path) else os.path.abspath(path)
+
 def collect_parameters(parameters=(), raw=(), files=(), yamls=(), base64s=(), paths:dict|None=None) -> dict:
-    "A command line's parameters merged as papermill merges them: `paths`, then every -b, -f, -y, -p, -r (later wins)"
-    res = dict(paths or {})
+    "A command line's parameters merged as papermill merges them: `paths` (local ones made absolute), then every -b, -f, -y, -p, -r (later wins)"
+    res = {n: _absolute(p) for n, p in (paths or {}).items()}
     for b in base64s:
         try: text = base64.b64decode(b)
         except (ValueError, binascii.Error) as e: raise BadArgumentError(f"-b {b[:40]!r}: not valid base64 ({e})") from None
@@ -388,6 +393,11 @@ def skipped_cells(nb, cells:str|None=None, skip_tags=()) -> set:
         out |= set(ids) - keep
     return out | {c.get('id') for c in nb.cells if set(tags) & set(_tags(c))}
 
+def dialog_prompts(nb) -> set:
+    """Ids of the prompts of a Solveit dialog: code cells marked `solveit_ai`, as aidialog tells them apart (see the dialog format).
+    A model answers a prompt, no kernel runs its `%%prompt`: a run leaves it and its reply as they are, as a `skip-execution` cell"""
+    return {c.get('id') for c in nb.cells if c.cell_type == 'code' and c.get('metadata', {}).get('solveit_ai')}
+
 # %% ../../nbs/26a_fronts.run_exec.ipynb #5e8c63ee
 SCRAP_MIME = 'application/scrapbook.scrap.'
 
@@ -546,6 +556,7 @@ class _Run(BaseManager):
         self.skip, self.total_timeout, self.deadline, self.expired = set(skip), total_timeout, None, False  # --cells/--skip-tag; --total-timeout
         self.cell_timeout = timeout  # the current cell's limit: the smaller of its own and what is left of the run's
         self.files = {'stdout': stdout_file, 'stderr': stderr_file}
+        self.lost_files = []  # the stream files that could not be written (a reader gone, a full disk): what failed, said at the end
         self.autosave_every = autosave_every if save and incremental else 0
         if getattr(save, 'remote', False): self.save_gap = self.store_save_gap
         self.bar = _Bar(len(nb.cells)) if progress_bar else None
@@ -654,10 +665,18 @@ def _live(kernel) -> dict:
 
 @patch
 def _emit(self:_Run, name:str, text:str):
-    "Pass a cell's stream text on, as papermill does: stdout logged at INFO, stderr at WARNING, and to the files"
+    """Pass a cell's stream text on, as papermill does: stdout logged at INFO, stderr at WARNING, and to the files. A file that cannot
+    be written (`--stdout-file - | head`: the reader gone) is written no more, and the run goes on: the notebook keeps the outputs"""
     if not text: return
     if self.log_output: log.log(logging.INFO if name == 'stdout' else logging.WARNING, text, extra={'raw': True})
-    if (f := self.files.get(name)) is not None: f.write(text); f.flush()
+    if (f := self.files.get(name)) is None: return
+    try: f.write(text); f.flush()
+    except OSError as e:
+        self.files[name] = None
+        to_stdout = f is sys.__stdout__  # (`--stdout-file -`; an in-process cell's `sys.stdout` is its kernel's meanwhile)
+        self.lost_files.append(f"--{name}-file{' - (standard output)' if to_stdout else ''} could not be written ({e.strerror or e})")
+        if to_stdout:  # what it still buffers goes to /dev/null, not into a traceback at exit
+            fd = os.open(os.devnull, os.O_WRONLY); os.dup2(fd, f.fileno()); os.close(fd)
 
 @patch
 def _stream_live(self:_Run):
@@ -850,6 +869,9 @@ def _finish(self:_Run, rep:RunReport):
     if rep.failure and rep.status in ('failed', 'timeout'): add_error_banner(self.nb, rep.failure['cell_index'], rep.failure['exec_count'])
     try: self.save(force=True, wait=True, final=True)
     except (HeadlesnbError, OSError) as e: rep.unsaved = self._keep(e)  # (the work is done: a store gone or a full disk must not throw it away)
+    if self.lost_files:  # an output of the run not written, as the notebook's could be: the same exit status (74)
+        kept = 'the executed notebook has everything the cells printed' if self.save_fn else 'what the cells printed after that is lost (no output notebook given)'
+        rep.unsaved = '; '.join(filter(None, [rep.unsaved, f"the notebook ran, but {' and '.join(self.lost_files)}: {kept}"]))
 
 @patch
 def _write_error(self:_Run, e:Exception) -> str:
@@ -941,7 +963,7 @@ _ENGINE_KWARGS = ('execution_timeout', 'timeout', 'autosave_cell_every', 'allow_
                   'cells', 'skip_tags', 'total_timeout')
 
 def _prepare(input_path, output_path, parameters, report_mode, language, kernel_name, cells=None, skip_tags=()):
-    "Load, parameterize and mark up the notebook; the notebook, the formatted paths and the ids of the cells left out"
+    "Load, parameterize and mark up the notebook; the notebook, the formatted paths and the ids of the cells left out (a dialog's prompts too)"
     params = dict(parameters or {})
     input_path, output_path = (str(p) if isinstance(p, Path) else p for p in (input_path, output_path))
     input_path, output_path = _format_path(input_path, params), _format_path(output_path, params)
@@ -949,6 +971,11 @@ def _prepare(input_path, output_path, parameters, report_mode, language, kernel_
     elif isinstance(input_path, str): nb = load_notebook(input_path)
     else: raise BadArgumentError(f"input_path must be a path, '-' or a NotebookNode, not {type(input_path).__name__}")
     skip = skipped_cells(nb, cells, skip_tags)  # (the input's indices, before the injected cell moves them)
+    if prompts := dialog_prompts(nb):
+        skip |= prompts
+        n = len(prompts)
+        log.warning(f"headlesnb: {n} prompt{'s' * (n > 1)} of this dialog {'are' if n > 1 else 'is'} left as {'they are' if n > 1 else 'it is'}, with "
+                    f"{'their replies' if n > 1 else 'its reply'}: a model answers prompts, `headlesnb run` runs the code")
     if params:
         known = {p['name'] for p in infer_parameters(nb)}
         for p in params:
