@@ -23,7 +23,7 @@ from ..utils import IMAGE_TYPES, strip_ansi, utf8_safe, read_regular
 from ..paths import check_name
 from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
-from ..dialog import cell2msg
+from ..dialog import cell2msg, reply_cut
 from ..engine import Engine
 from .options import add_kernel_args, bind, port_number, root_folder, run_quietly
 from .security import *
@@ -309,9 +309,16 @@ def render_output(o:dict) -> str:
     if 'text/plain' in data: return f'<pre class="out">{_esc(strip_ansi(_t(data["text/plain"])))}</pre>'
     return ''
 
+_CUT_WORDS = {'max_tokens': 'cut', 'refusal': 'refused'}
+
+def _cut_badge(meta:dict) -> str:
+    "A stored reply that is not whole (interrupted, cut at `max_tokens`, refused): a badge saying so, what it lacks as its title"
+    word = 'interrupted' if meta.get('interrupted') is True else _CUT_WORDS.get(meta.get('stop_reason'))
+    return f'<span class="badge" title="{_attr(reply_cut(meta))}">{word}</span>' if word else ''
+
 def render_msg(m:dict, so_far:str|None=None) -> str:
     """One message as HTML; its DOM id is `_` + its id (what the client's `msg_ref` links to). `so_far`: a prompt's reply as
-    far as it has streamed. Why its last run failed (`run_error`) is shown under it, and an interrupted reply is marked"""
+    far as it has streamed. Why its last run failed (`run_error`) is shown under it, and a reply that is not whole is marked"""
     t, mid = _attr(m['msg_type']), _attr(m['id'])
     if m['msg_type'] == 'note': body = f'<div class="md">{render_md(m["content"])}</div>'
     elif m['msg_type'] == 'code':
@@ -326,8 +333,7 @@ def render_msg(m:dict, so_far:str|None=None) -> str:
     if isinstance(err, str) and err.strip() and not m['run']:  # (while it runs again, the old error is no news)
         body += f'<pre class="out error run-error">{_esc("its last run failed: " + err)}</pre>'
     cls = ' '.join(['msg', t] + [k for k in ('skipped', 'pinned') if m.get(k)] + (['running'] if m['run'] else []))
-    badge = ('<span class="badge">running…</span>' if m['run'] else
-             '<span class="badge" title="stopped by an interrupt: the reply so far is kept">interrupted</span>' if meta.get('interrupted') is True else '')
+    badge = '<span class="badge">running…</span>' if m['run'] else _cut_badge(meta) if m['msg_type'] == 'prompt' else ''
     return (f'<section class="{cls}" id="_{mid}" data-id="{mid}"><div class="mhead"><span class="mtype">{t}</span>'
             f'<span class="mid">{mid}</span>{badge}</div>{body}</section>')
 
