@@ -41,7 +41,7 @@ from .. import history
 from ..history import CLIENT, as_client
 from ..engine import Engine
 from ..kernels.kernel import OUTPUT_LIMIT
-from .options import add_kernel_args, as_argparse, bind, output_limit, port_number, positive_seconds, root_folder, run_quietly, workspace_name
+from .options import add_kernel_args, as_argparse, bind, check_server_access, folder, output_limit, port_number, positive_seconds, run_quietly, workspace_name
 from .security import Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
@@ -1712,7 +1712,7 @@ class BearerAuth:
 # %% ../../nbs/22a_fronts.mcp.ipynb #870b1eb5
 def mcp_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='headlesnb mcp', description='Serve headlesnb notebooks to AI assistants over MCP')
-    p.add_argument('--root', type=root_folder, default='.', help='folder holding the notebooks (default: the current folder)')
+    p.add_argument('--root', type=folder, default='.', help='folder holding the notebooks (default: the current folder)')
     p.add_argument('--transport', choices=['stdio', 'http'], default='stdio', help='stdio (default) or streamable HTTP')
     p.add_argument('--host', default='127.0.0.1', help='HTTP: address to bind (default 127.0.0.1)')
     p.add_argument('--port', type=port_number, default=8765, help='HTTP: port (default 8765)')
@@ -1809,7 +1809,8 @@ def _runs_end_first(server, engine:Engine):
 
 def mcp_main(argv=None):
     "Run the MCP server from command-line arguments"
-    a = mcp_parser().parse_args(argv)
+    a = (p := mcp_parser()).parse_args(argv)
+    check_server_access(p, a)  # (a token no client can send, --allow-host '*' without one: exit 2)
     if a.token is not None and not a.token.strip():
         sys.exit("headlesnb mcp: --token is empty (an unset variable?): give the token, or leave --token out")
     token = a.token or os.environ.get('HEADLESNB_MCP_TOKEN') or None

@@ -25,7 +25,7 @@ from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
 from ..dialog import cell2msg, reply_cut
 from ..engine import Engine
-from .options import add_kernel_args, bind, port_number, root_folder, run_quietly
+from .options import add_kernel_args, bind, check_server_access, folder, port_number, run_quietly
 from .security import *
 from ..agents.tree import AgentManager, LIVE, NEEDS_INPUT, GLYPHS, shown_status
 from .server import *
@@ -748,7 +748,7 @@ def point_client(port:int) -> bool:
 
 def serve_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='headlesnb serve', description='Serve headlesnb dialogs to the dialoghelper client and to browsers')
-    p.add_argument('--root', type=root_folder, default='.', help='folder holding the dialogs (default: the current folder)')
+    p.add_argument('--root', type=folder, default='.', help='folder holding the dialogs (default: the current folder)')
     p.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1; any other needs a token)')
     p.add_argument('--port', type=port_number, default=5001, help='port (default 5001, as dialoghelper expects)')
     p.add_argument('--token', default=None, help=f'require this token on every request (default: ${TOKEN_ENV}; required off loopback)')
@@ -761,7 +761,8 @@ def serve_parser() -> argparse.ArgumentParser:
 
 def serve_main(argv=None):
     "Run the server from command-line arguments"
-    a = serve_parser().parse_args(argv)
+    a = (p := serve_parser()).parse_args(argv)
+    check_server_access(p, a)  # (a token no client can send, --allow-host '*' without one: exit 2)
     import uvicorn
     if a.token is not None and not a.token.strip():
         sys.exit("headlesnb serve: --token is empty (an unset variable?): give the token, or leave --token out")
