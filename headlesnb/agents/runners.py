@@ -1163,8 +1163,10 @@ def _start_agent(self:Runners, id, spec, worktree):
 
 # %% ../../nbs/16_agents.runners.ipynb #3d55b510
 def git(*args, cwd, env=None, check:bool=True) -> str:
-    "Run git in `cwd`; its stdout (stripped); BadArgumentError carrying git's message when it fails and `check`"
-    try: r = subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    """Run git in `cwd`; its stdout (stripped); BadArgumentError carrying git's message when it fails and `check`. The repository's
+    `core.fsmonitor` is not run (a command its config names, run by `git status`, which the user never typed); its hooks are, as a
+    commit of the user's own would run them"""
+    try: r = subprocess.run(['git', '-c', 'core.fsmonitor=false', *args], cwd=cwd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
     except FileNotFoundError: raise BadArgumentError("git is not installed") from None
     if check and r.returncode != 0:
         lines = (r.stderr or r.stdout).strip().splitlines()
