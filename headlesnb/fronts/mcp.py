@@ -42,7 +42,7 @@ from ..history import CLIENT, as_client
 from ..engine import Engine
 from ..kernels.kernel import OUTPUT_LIMIT
 from .options import add_kernel_args, as_argparse, bind, check_server_access, folder, output_limit, port_number, positive_seconds, run_quietly, workspace_name
-from .security import Guard, MAX_BODY, bracket, is_loopback
+from .security import TOKEN_ENVS, Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
@@ -1813,10 +1813,10 @@ def mcp_main(argv=None):
     check_server_access(p, a)  # (a token no client can send, --allow-host '*' without one: exit 2)
     if a.token is not None and not a.token.strip():
         sys.exit("headlesnb mcp: --token is empty (an unset variable?): give the token, or leave --token out")
-    token = a.token or os.environ.get('HEADLESNB_MCP_TOKEN') or None
+    token = a.token or os.environ.get(env := TOKEN_ENVS['headlesnb mcp']) or None
     if a.transport == 'http' and not is_loopback(a.host) and not token:
         sys.exit(f"headlesnb mcp: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
-                 "Pass --token (or set HEADLESNB_MCP_TOKEN), or bind 127.0.0.1")
+                 f"Pass --token (or set {env}), or bind 127.0.0.1")
     try:
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
                            engine=Engine(a.root, output_limit=a.output_limit, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable,

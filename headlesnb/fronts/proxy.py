@@ -18,7 +18,7 @@ from ..paths import check_name, resolve_in_root
 from ..utils import check_str, read_regular
 from ..workspace import Workspace, WorkspaceManager, STATE_SUFFIX
 from ..document import _sig
-from .security import Guard, is_loopback, bracket
+from .security import TOKEN_ENVS, Guard, is_loopback, bracket
 
 # %% ../../nbs/24_fronts.proxy.ipynb #ca7150d5
 class ReadOnlyWorkspace(Workspace):
@@ -555,7 +555,7 @@ def setup_proxy_main(root='.', port:int=8787) -> int:
     return 0
 
 # %% ../../nbs/24_fronts.proxy.ipynb #fe96442c
-TOKEN_ENV = 'HEADLESNB_PROXY_TOKEN'
+TOKEN_ENV = TOKEN_ENVS['headlesnb proxy']
 
 def proxy_parser() -> argparse.ArgumentParser:
     from headlesnb.fronts.options import folder, port_number, positive_seconds, workspace_name
