@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['MSG_TYPES', 'FLAGS', 'FIELDS', 'PLACEMENTS', 'MISSING_TOOL', 'DlgMessage', 'cell2msg', 'dialog_cells', 'msg2cell',
-           'msg_dict', 'apply_fields', 'DialogDoc', 'DialogManager', 'comment_lines', 'uncomment_lines', 'tool_block',
-           'reply_cut', 'reply_output', 'reply_markdown']
+           'msg_dict', 'apply_fields', 'DialogDoc', 'DialogManager', 'cell_attachments', 'comment_lines',
+           'uncomment_lines', 'tool_block', 'reply_cut', 'reply_output', 'reply_markdown']
 
 # %% ../nbs/13_dialog.ipynb #d4b67e21
 import contextvars, json, keyword, os, re, shutil, subprocess, threading, time
@@ -217,6 +217,19 @@ class DialogManager(BaseManager):
 @patch
 def _msg(self:DialogManager, it, cell) -> dict:
     return msg_dict(cell2msg(cell), run=cell['id'] in it.state['queue'] or cell['id'] == it.state['running'])
+
+def cell_attachments(cell:dict, nb_meta:dict) -> dict:
+    """The images pasted into a message, name -> {mime: base64}: the cell's own `attachments` (a note's), and those of the
+    notebook metadata's `attachments[cell_id]`, where Solveit (aidialog's `home_atts`) keeps a code cell's: a prompt's"""
+    home = nb_meta.get('attachments')
+    home = home.get(cell.get('id')) if isinstance(home, dict) else None
+    own = cell.get('attachments')
+    return {**(home if isinstance(home, dict) else {}), **(own if isinstance(own, dict) else {})}
+
+@patch
+def _ctx_msg(self:DialogManager, it, cell) -> dict:
+    "A message as the `ContextBuilder` reads it: `msg_dict` and the images pasted into it (not in `msg_dict`: a listing of messages stays small)"
+    return dict(self._msg(it, cell), attachments=cell_attachments(cell, it.doc.metadata))
 
 @patch
 def messages(self:DialogManager, dialog_name:str|None=None) -> list:
@@ -825,7 +838,7 @@ def _call_in_kernel(self:DialogManager, kernel, name:str, fn, args:dict) -> str:
 
 @patch
 def _prompt(self:DialogManager, dialog_name, msg_id):
-    "The dialog's item, the prompt's id and message, and the messages above it"
+    "The dialog's item, the prompt's id and message, and the messages above it then the prompt, as the context reads them (`_ctx_msg`)"
     with self.edit(dialog_name) as it:
         mid = msg_id or it.state['current']
         if mid is None: raise BadArgumentError("no msg_id given and the dialog has no current message")
@@ -833,7 +846,7 @@ def _prompt(self:DialogManager, dialog_name, msg_id):
         m = cell2msg(it.doc.cells[i])
         if m.msg_type != 'prompt': raise BadArgumentError(f"message {mid} is a {m.msg_type} message, not a prompt")
         _check_question(m, mid)
-        return it, mid, m, [self._msg(it, c) for c in it.doc.cells[:i]]
+        return it, mid, m, [self._ctx_msg(it, c) for c in it.doc.cells[:i + 1]]
 
 @patch
 def _sections(self:DialogManager, name) -> list: return [s for p in self.section_providers for s in p(name)]
@@ -844,13 +857,13 @@ def _answer_room(llm, thinking) -> int:
     return llm.max_tokens + (thinking_param(thinking) or {}).get('budget_tokens', 0)
 
 @patch
-def _context(self:DialogManager, name, m, above, thinking=None):
+def _context(self:DialogManager, name, msgs, thinking=None):
     """Build within the budget by the estimate, then check the total with the client's own count and tighten if it was low.
-    The budget leaves the answer its room, a thinking budget included"""
+    `msgs`: the messages above the prompt, then the prompt (`_prompt`). The budget leaves the answer its room, a thinking budget included"""
     llm = self.llm
     limit = budget = llm.context_window - _answer_room(llm, thinking)
     for _ in range(4):
-        ctx = ContextBuilder(self.system or DEFAULT_SYSTEM, budget, max_output=self.max_output).build(above, dict(id=m.id, content=m.content), extra=self._sections(name))
+        ctx = ContextBuilder(self.system or DEFAULT_SYSTEM, budget, max_output=self.max_output).build(msgs[:-1], msgs[-1], extra=self._sections(name))
         estimate, ctx.tokens = ctx.tokens, llm.count_tokens(ctx.system, ctx.request_messages)
         if ctx.tokens <= limit: return ctx
         budget = int(estimate * limit / ctx.tokens * 0.95)  # scale the estimate by how far it was off
@@ -859,8 +872,8 @@ def _context(self:DialogManager, name, m, above, thinking=None):
 @patch
 def prompt_context(self:DialogManager, msg_id:str|None=None, dialog_name:str|None=None, thinking:int|None=None):
     "The `Context` that `execute_prompt` would send for a prompt (system, messages, sections, budget), without calling the LLM"
-    it, mid, m, above = self._prompt(dialog_name, msg_id)
-    return self._context(it.name, m, above, thinking)
+    it, mid, m, msgs = self._prompt(dialog_name, msg_id)
+    return self._context(it.name, msgs, thinking)
 
 class _StoppableLLM:
     """An LLM client whose requests `stop()` ends at once, even while the model has sent nothing yet (a stop is otherwise
@@ -900,9 +913,9 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
     most that many seconds; the run's id if it goes on (see `get_run`)"""
     from headlesnb.llm import run_tool_loop, TOOL_NAME_RE
     if max_rounds is not None: check_int(max_rounds, 'max_rounds', 1)
-    it, mid, m, above = self._prompt(dialog_name, msg_id)
+    it, mid, m, msgs = self._prompt(dialog_name, msg_id)
     if wait is not None: return self._prompt_run(it.name, mid, wait, on_text=on_text, thinking=thinking, max_rounds=max_rounds)
-    named = dict.fromkeys(_TOOL_REF.findall(m.content + ''.join(x['content'] for x in above if not x['skipped'])))
+    named = dict.fromkeys(_TOOL_REF.findall(m.content + ''.join(x['content'] for x in msgs[:-1] if not x['skipped'])))
     bad = {n: _BAD_TOOL for n in named if not TOOL_NAME_RE.match(n)}  # (reported, never offered: the API would refuse every request)
     names = [n for n in named if n not in bad]
     stop, run = threading.Event(), _RUN.get()  # set by `interrupt`; a run carrying this prompt out stops it too (`interrupt_run`)
@@ -921,7 +934,7 @@ def execute_prompt(self:DialogManager, msg_id:str|None=None, dialog_name:str|Non
         try:
             tools, unmade = self._kernel_tools(kernel, names) if kernel else ({}, {})
             bad.update(unmade)
-            ctx = self._context(it.name, m, above, thinking)
+            ctx = self._context(it.name, msgs, thinking)
             host = {k: f for p in self.tool_providers for k, f in p(it.name).items()}
             shadowed = [k for k in host if k in tools]  # (the user's own function, named in the prompt, is the one offered)
             host = {k: f for k, f in host.items() if k not in tools}

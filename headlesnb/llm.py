@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['USAGE_KEYS', 'EPHEMERAL', 'MAX_CACHE_BREAKPOINTS', 'DEFAULT_MODEL', 'NO_KEY_MSG', 'TOOL_NAME_RE', 'MAX_TOOL_RESULT',
-           'empty_usage', 'add_usage', 'LLMReply', 'reply_text', 'LLMClient', 'script_blocks', 'MockLLMClient',
-           'mark_cache_prefix', 'thinking_param', 'usage_dict', 'llm_error', 'AnthropicClient', 'tool_schema',
-           'ToolCall', 'LoopResult', 'ToolError', 'tool_result_text', 'with_tail', 'run_tool_loop']
+           'empty_usage', 'add_usage', 'LLMReply', 'reply_text', 'request_tokens', 'LLMClient', 'script_blocks',
+           'MockLLMClient', 'mark_cache_prefix', 'thinking_param', 'usage_dict', 'llm_error', 'AnthropicClient',
+           'tool_schema', 'ToolCall', 'LoopResult', 'ToolError', 'tool_result_text', 'with_tail', 'run_tool_loop']
 
 # %% ../nbs/11_llm.ipynb #8d3d9874
 import asyncio, concurrent.futures, copy, dataclasses, inspect, json, os, re
@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .errors import LLMError, BadArgumentError
 from .utils import estimate_tokens, shown_url
+from .images import image_tokens
 
 
 # %% ../nbs/11_llm.ipynb #ddec435c
@@ -48,6 +49,22 @@ def reply_text(content:list[dict]) -> str:
     return ''.join(b.get('text', '') for b in content if b.get('type') == 'text')
 
 # %% ../nbs/11_llm.ipynb #9d55f931
+def _split_images(o, images:list):
+    "`o` (a request's messages) without its base64 image blocks, whose data go to `images`"
+    if isinstance(o, dict): return {k: _split_images(v, images) for k, v in o.items()}
+    if not isinstance(o, list): return o
+    res = []
+    for v in o:
+        if isinstance(v, dict) and v.get('type') == 'image' and isinstance(src := v.get('source'), dict) and src.get('type') == 'base64': images.append(src.get('data') or '')
+        else: res.append(_split_images(v, images))
+    return res
+
+def request_tokens(system:str, messages:list, tools:list|None=None) -> int:
+    "The offline estimate of a request's input tokens: its text about 4 characters a token, an image by its pixels (`image_tokens`), not by its base64"
+    images = []
+    rest = _split_images(messages, images)
+    return estimate_tokens(system, rest, tools) + sum(image_tokens(d) for d in images)
+
 class LLMClient:
     "Interface of a language model: count tokens, complete one request"
     model: str = ''
@@ -56,7 +73,7 @@ class LLMClient:
 
     def count_tokens(self, system:str, messages:list, tools:list|None=None) -> int:
         "Input tokens of a request with `system`, `messages` and `tools` (default: offline estimate)"
-        return estimate_tokens(system, messages, tools)
+        return request_tokens(system, messages, tools)
 
     def complete(self, system:str, messages:list, tools:list|None=None, on_text:Callable[[str],Any]|None=None,
                  thinking:int|str|bool|dict|None=None) -> LLMReply:
@@ -537,7 +554,7 @@ def run_tool_loop(client:LLMClient, system:str, messages:list,
         content = rounds[-1]['content'] if rounds and rounds[-1]['stop_reason'] == why else []
         return LoopResult(LLMReply(reply_text(content), content, why, total, reply.model if reply else client.model), rounds, calls, transcript)
     def used_by(req, reply):  # the tokens of request `req` (what the API counted, else the estimate) and of its `reply`
-        sent = sum(reply.usage.get(k) or 0 for k in USAGE_KEYS if k != 'output_tokens') or estimate_tokens(system, req, list(schemas.values()) or None)
+        sent = sum(reply.usage.get(k) or 0 for k in USAGE_KEYS if k != 'output_tokens') or request_tokens(system, req, list(schemas.values()) or None)
         return sent + estimate_tokens(reply.content)
     reply = None
     while True:
