@@ -109,7 +109,6 @@ def test_a_broken_kernelspec_is_listed_and_named_and_logged_once(tmp_path):
     (jp / 'kernels' / 'broken').mkdir(parents=True)
     (jp / 'kernels' / 'broken' / 'kernel.json').write_text('{not json')
     log = tmp_path / 'stderr.txt'
-    (tmp_path / 'root').mkdir()
     async def main():
         async with session(tmp_path / 'root', env={'JUPYTER_PATH': str(jp)}, errlog=log) as s:
             for _ in range(2):
