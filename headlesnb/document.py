@@ -69,9 +69,13 @@ def _bad_cell(c) -> str|None:
     if not _lines(s := c.get('source', '')): return f"its source is {_what(s)}, not a string or a list of strings"
     if not isinstance(m := c.get('metadata', {}), dict): return f"its metadata is {_what(m)}, not an object ({{}} for none)"
     if t == 'code' and not isinstance(o := c.get('outputs', []), list): return f"its outputs are {_what(o)}, not a list"
+    if t == 'code' and not _count_ok(n := c.get('execution_count')):  # (it is shown in headers a model reads: text there could pass for ours)
+        return f"its execution_count is {_what(n)}, not a whole number (0 or more) or null"
     if not _attachments_ok(c.get('attachments', {})):  # (a dialog turns each into a message's attachment: odd ones failed every read)
         return "its attachments must be an object of {name: {mime: data}}, each data a string or a list of strings"
     return None
+
+def _count_ok(n) -> bool: return n is None or (isinstance(n, int) and not isinstance(n, bool) and n >= 0)
 
 def _attachments_ok(a) -> bool:
     "Are `a` a cell's attachments as nbformat's schema has them: each name a non-empty mime bundle (JSON data may be any value)"
@@ -87,6 +91,7 @@ def _bad_output(o) -> str|None:
     if t == 'error':
         ok = isinstance(o.get('ename', ''), str) and isinstance(o.get('evalue', ''), str) and isinstance(o.get('traceback', []), list)
         return None if ok and all(isinstance(x, str) for x in o.get('traceback', [])) else "its ename and evalue must be strings, its traceback a list of strings"
+    if t == 'execute_result' and not _count_ok(n := o.get('execution_count')): return f"its execution_count is {_what(n)}, not a whole number (0 or more) or null"
     for k in ('data', 'metadata'):
         if not isinstance(v := o.get(k, {}), dict): return f"its {k} is {_what(v)}, not an object ({{}} for none)"
     bad = next((m for m, v in o.get('data', {}).items() if not _data_ok(m, v)), None)

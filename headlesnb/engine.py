@@ -35,6 +35,13 @@ class Engine:
 
     def __repr__(self): return f'Engine({str(self.root)!r})'
 
+    @property
+    def durable(self) -> bool:
+        "Does each change to a notebook or dialog return once it is on disk? (the servers set it: what they acknowledge is there)"
+        return self.notebooks.durable and self.dialogs.durable
+    @durable.setter
+    def durable(self, on:bool): self.notebooks.durable = self.dialogs.durable = bool(on)
+
     def close(self):
         "Save and close every dialog, notebook and workspace; what cannot be saved stays open and is reported"
         errors = []

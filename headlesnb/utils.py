@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['IMAGE_TYPES', 'UNSHOWABLE', 'PAGES', 'PATTERN_MAX', 'SEARCH_SECONDS', 'HASH_LEN', 'count_range', 'cap_text',
-           'strip_ansi', 'join_text', 'utf8_ok', 'name_ok', 'shown_name', 'escaped', 'utf8_safe', 'redact', 'shown_url',
-           'jupyter_address', 'estimate_tokens', 'id_list', 'check_int', 'check_str', 'text_diff', 'utc_now',
-           'SafePattern', 'content_hash', 'check_hash', 'hash_list', 'die_with_parent', 'read_regular']
+           'strip_ansi', 'join_text', 'utf8_ok', 'name_ok', 'shown_name', 'digits', 'escaped', 'utf8_safe', 'redact',
+           'shown_url', 'jupyter_address', 'estimate_tokens', 'id_list', 'check_int', 'check_str', 'text_diff',
+           'utc_now', 'SafePattern', 'content_hash', 'check_hash', 'hash_list', 'die_with_parent', 'read_regular']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
 import errno, functools, hashlib, os, re, stat, sys, time
@@ -60,6 +60,11 @@ def name_ok(name:str) -> bool:
 def shown_name(name:str) -> str:
     "`name` as it is when `name_ok`, else as a Python string literal (`'a\\n---X'`): on one line, escaped, and plainly quoted"
     return name if name_ok(name) else repr(name)
+
+def digits(s:str) -> bool:
+    """Whether `s` is a whole number written in at most 18 ASCII digits (no index or size is larger; `int` refuses 4,300
+    digits): `str.isdigit` also takes '²', which `int` refuses, and '٣', another way to write an index"""
+    return s.isascii() and s.isdigit() and len(s) <= 18
 
 def escaped(text:str) -> str:
     "`text` with each `UNSHOWABLE` character escaped as Python writes it (`\\n`, `\\x1b`, `\\u202e`): one line, that drives no terminal"

@@ -46,7 +46,7 @@ from .security import TOKEN_ENVS, Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
-from ..utils import IMAGE_TYPES, cap_text, check_str, count_range, join_text, shown_url, strip_ansi, utf8_safe
+from ..utils import IMAGE_TYPES, cap_text, check_str, count_range, digits, join_text, shown_url, strip_ansi, utf8_safe
 from .mcp_format import *
 from .mcp_format import _validation_text, _plural
 
@@ -262,6 +262,8 @@ class HeadlesnbMCPServer(MCPServer):
             arguments = dict(arguments or {})
             for old, new in ALIASES.items():
                 if old in arguments and old not in known and new in known and new not in arguments: arguments[new] = arguments.pop(old)
+            if arguments.get('wait') is not None and 'timeout' in known and 'timeout' not in arguments:
+                arguments['timeout'] = 0  # a run given `wait` may outlive the call: no time limit unless one is given (execute_code's 30 s is for a call that waits)
             extra = [k for k in arguments if k not in known]
             if extra:
                 return jms_error(name, error_result(f"{name} does not take the argument{'s' * (len(extra) > 1)} {', '.join(map(repr, extra))}; "
@@ -583,7 +585,7 @@ def output_content(o:dict) -> str|bytes:
     "One output as a resource holds it: text, or an image's bytes"
     t, m = o.get('output_type'), output_mime(o)
     if t == 'stream': return join_text(o.get('text', ''))
-    if t == 'error': return strip_ansi('\n'.join(o.get('traceback') or [])) or f"{o.get('ename')}: {o.get('evalue')}"
+    if t == 'error': return strip_ansi('\n'.join(o.get('traceback') or []) or f"{o.get('ename')}: {o.get('evalue')}")
     v = (o.get('data') or {}).get(m, '')
     if m in IMAGE_TYPES: return base64.b64decode(join_text(v))
     return v if isinstance(v, str) else join_text(v) if isinstance(v, list) else json.dumps(v)
@@ -602,7 +604,7 @@ def register_resources(srv:MCPServer, nm:NotebookManager):
                                execution_count=c.get('execution_count'), hash=c['hash'], outputs=outs), ensure_ascii=False)
     def output(name, cell_id, index):
         outs = nm.read_cell(cell_id, True, name).get('outputs') or []
-        if not index.isdigit() or int(index) >= len(outs): raise NotFoundError(f"cell {cell_id} has {_plural(len(outs), 'output')}: there is no output {index}")
+        if not digits(index) or int(index) >= len(outs): raise NotFoundError(f"cell {cell_id} has {_plural(len(outs), 'output')}: there is no output {index:.20}")
         return output_content(outs[int(index)])
 
     @srv.resource('notebook://{name}', name='notebook', description="A notebook in use, as nbformat JSON", mime_type='application/x-ipynb+json')
@@ -860,14 +862,17 @@ def run_header(what:str, r:dict, timeout:float, said:bool=False) -> str:
     h = f"{what}: {r['status']}"
     if r.get('execution_count') is not None: h += f" [{r['execution_count']}]"
     if said: pass
-    elif r['status'] == 'timeout': h += f": stopped after the {timeout:g} s timeout"
+    elif r['status'] == 'timeout' and r.get('started') is not False: h += f": stopped after the {timeout:g} s timeout"
     if r.get('stuck') and not said: h += "; the code could not be stopped (blocked in C code?): restart_notebook (or restart the dialog's kernel) to go on"
-    if r.get('started') is False: h += "; it was interrupted before its turn came, so nothing ran"
+    if r.get('started') is False:
+        h += "; its timeout ran out while it waited for the runs before it, so nothing ran" if r['status'] == 'timeout' else "; it was interrupted before its turn came, so nothing ran"
     if r.get('note'): h += f"; {r['note']}"
     return h
 
 def stop_line(r:dict, timeout:float) -> str:
     "The first line of a run that did not end by itself"
+    if r['status'] == 'timeout' and r.get('started') is False:
+        return f"[TIMEOUT ERROR: the run waited its whole {timeout:g} s timeout for the runs before it, and did not start]"
     if r['status'] == 'timeout' and r.get('stuck'):
         return (f"[TIMEOUT ERROR: IPython execution exceeded {timeout:g} seconds and could not be interrupted (blocked in C code?): "
                 "restart_notebook (or restart the dialog's kernel) to go on]")
@@ -977,7 +982,7 @@ async def run_all(self:NotebookTools, notebook_name:_NbName=None,
         if d.get('note'): line += f"; {d['note']}"
         for e in d['errors']:
             err = e.get('error') or {}
-            line += f"\ncell {e['index']} (id {e['id']}): {e['status']}" + (f": {err.get('ename')}: {one_line(err.get('evalue') or '', 300)}" if err else '')
+            line += f"\ncell {e['index']} (id {e['id']}): {e['status']}" + (f": {one_line(strip_ansi(str(err.get('ename'))), 100)}: {one_line(strip_ansi(str(err.get('evalue') or '')), 300)}" if err else '')
         return [line + ("\n(read_cell shows a cell's outputs)" if d['errors'] else '')]
     return await self._run(ctx, self._background(call, ctx, wait), fmt, 'run_all', t, progress_interval)
 
@@ -1016,7 +1021,7 @@ def run_output_page(mgrs, run_id:str, output_index:int, offset:int, limit:int, o
     "A page of output `output_index` of run `run_id`, whichever of `mgrs` owns it (a notebook's, a dialog's)"
     d = run_owner(mgrs, run_id).get_run(run_id)
     if not d['outputs'] and d.get('note'):  # its notebook closed since: "no outputs" would read as if it printed nothing
-        cell = f"; open it again (use_notebook) and read_output(cell_id={d['cell_id']!r}) reads them there" if d.get('cell_id') else ''
+        cell = f"; read_output(cell_id={d['cell_id']!r}) reads them in its notebook (use_notebook first if it is closed)" if d.get('cell_id') and d['kind'] == 'cell' else ''
         raise NotFoundError(f"run {run_id}'s outputs cannot be read now: {d['note']}{cell}")
     return format_output_page(d['outputs'], output_index, offset, limit, opts, OutputsOf(run_id=run_id))
 
@@ -1482,7 +1487,7 @@ def register_workspace_tools(srv:MCPServer, workspace, opts:McpOptions, default:
     srv.add_tool(workspace_view, annotations=ToolAnnotations(title='Workspace view', **_RO), structured_output=False)
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #9e447a2b
-_RANGE_RE = re.compile(r'^(\d+)-(\d*)$')
+_RANGE_RE = re.compile(r'^([0-9]+)-([0-9]*)$')
 
 def parse_cells_spec(spec:str, ids:list) -> list:
     "Sorted indices named by `spec` ('0,2', '0-2', '3-', cell ids) in a notebook whose cell ids are `ids`; a number is an index when one is in range"
@@ -1495,7 +1500,7 @@ def parse_cells_spec(spec:str, ids:list) -> list:
         return i
     for part in (x.strip() for x in spec.split(',')):
         if not part: continue
-        if part.isdigit() and (int(part) < n or part not in ids): res.add(index(int(part)))
+        if digits(part) and (int(part) < n or part not in ids): res.add(index(int(part)))
         elif (m := _RANGE_RE.match(part)):
             a, b = int(m.group(1)), int(m.group(2)) if m.group(2) else n - 1
             if b < a: raise BadArgumentError(f"in {part!r} the end comes before the start")
@@ -1652,9 +1657,11 @@ def build_server(root='.', images:bool=True, image_max_bytes:int=200_000, text_l
                  workspace:str='default', shell:bool=False, tools=None, close_engine:bool|None=None) -> MCPServer:
     """An MCP server with the notebook, dialog, workspace and agent tools over `engine` (default: a new `Engine(root)`, closed when
     the server stops; `close_engine` says whether a given one is); `tools`: only these groups ('notebooks,dialogs' or a list; default: all).
-    `durable`: every answer that acknowledges a change (an edit, a run's stored outputs) comes once it is on disk"""
+    `durable`: every answer that acknowledges a change (an edit, a run's stored outputs) comes once it is on disk (it is set on a
+    given engine too: `Engine(output_limit=...)` keeps its default, False, for Python code that saves when it likes)"""
     groups = tool_groups(tools)  # checked before anything starts
-    eng = engine if engine is not None else Engine(root, durable=durable)
+    eng = engine if engine is not None else Engine(root)
+    eng.durable = durable
     if close_engine is None: close_engine = engine is None
     opts = McpOptions(images=images, image_max_bytes=image_max_bytes, text_limit=text_limit,
                       timeout=timeout, progress_interval=progress_interval)
@@ -1819,10 +1826,10 @@ def mcp_main(argv=None):
                  f"Pass --token (or set {env}), or bind 127.0.0.1")
     try:
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
-                           engine=Engine(a.root, output_limit=a.output_limit, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token, durable=not a.no_durable,
+                           engine=Engine(a.root, output_limit=a.output_limit, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token,
                                          agent_host='process',  # its dialog agents outlive it, and resume if they die with it
                                          code_map=dict(auto=None, on=True, off=False)[a.code_map]),
-                           close_engine=True)
+                           durable=not a.no_durable, close_engine=True)
         if a.notebook:
             try: srv.engine.notebooks.use_notebook(Path(a.notebook).stem, a.notebook)
             except NotFoundError: raise NotFoundError(f"--notebook {a.notebook}: there is no such notebook under {srv.engine.root}: give one that exists, "

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from pydantic import ValidationError
 from mcp.types import CallToolResult, TextContent, ImageContent
 from ..errors import *
-from ..utils import IMAGE_TYPES, cap_text, check_int, strip_ansi, join_text as _join
+from ..utils import IMAGE_TYPES, cap_text, check_int, digits, strip_ansi, join_text as _join
 from ..images import IMAGE_MAX_BYTES, MAX_EDGE, MAX_PIXELS, fit_image, image_type
 _all_ = ['image_type']  # (the MCP server reads a resource's image type with it)
 
@@ -59,7 +59,7 @@ class _HtmlText(HTMLParser):
         elif tag == 'tr' and self.tables: self.row = []; self.tables[-1].append(self.row)
         elif tag in ('td', 'th') and self.row is not None:
             span = dict(attrs).get('colspan') or '1'
-            self.cell, self.span = [], min(int(span), 100) if span.isdigit() else 1
+            self.cell, self.span = [], min(int(span[:4]), 100) if digits(span) else 1
         elif self.cell is not None: self.cell.append(' ')
         elif tag in self.BLOCKS: self.para(); self.pre += tag == 'pre'
     def handle_endtag(self, tag):
@@ -158,7 +158,7 @@ def output_text(o:dict) -> str|None:
     if t == 'error':
         tb = clean_traceback(strip_ansi('\n'.join(l.rstrip('\n') for l in o.get('traceback') or [])).rstrip())
         ev = strip_ansi(str(o.get('evalue'))).rstrip()
-        return tb if tb.endswith(ev) else f"{tb}\n{o.get('ename')}: {ev}".lstrip('\n')
+        return tb if tb.endswith(ev) else f"{tb}\n{strip_ansi(str(o.get('ename')))}: {ev}".lstrip('\n')
     if _is_image(o): return None
     if t in ('execute_result', 'display_data'): return strip_ansi(_rich_text(o.get('data') or {})[0])
     return f'[{t} output not shown]'

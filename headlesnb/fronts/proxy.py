@@ -15,7 +15,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from ..errors import *
 from ..paths import check_name, resolve_in_root
-from ..utils import check_str, read_regular
+from ..utils import check_str, digits, read_regular
 from ..workspace import Workspace, WorkspaceManager, STATE_SUFFIX
 from ..document import _sig
 from .security import TOKEN_ENVS, Guard, is_loopback, bracket
@@ -303,7 +303,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes|None:
         te, n = self.headers.get('transfer-encoding', '').lower(), self.headers.get('content-length')
-        if n is not None and not n.strip().isdigit(): raise ValueError(f'Content-Length {n[:40]!r} is not a number of bytes')
+        if n is not None and not digits(n.strip()): raise ValueError(f'Content-Length {n[:40]!r} is not a number of bytes')
         if 'chunked' in te: body = self._read_chunked()
         elif n is None or int(n) <= MAX_REQUEST: return self.rfile.read(int(n)) if n else b''
         else: body = None

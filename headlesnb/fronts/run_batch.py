@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..errors import BadArgumentError, HeadlesnbError, KernelError
-from ..utils import die_with_parent, redact
+from ..utils import die_with_parent, digits, redact
 from ..base import make_kernel
 from .run_io import local_path, make_folder, scrub, text_sink
 from .run_exec import log, RunReport, _execute, run_message, start_seconds, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
@@ -463,7 +463,7 @@ def connect(address:str, start_timeout:float=60, warm:dict|None=None, most:int|N
         raise BadArgumentError("--cluster needs Dask's distributed scheduler, which is not installed: pip install 'dask[distributed]'")
     if address.startswith('local:'):
         n = address[len('local:'):]
-        if not n.isdigit() or int(n) < 1: raise BadArgumentError(f"--cluster {address}: give local:N with N workers, 1 or more")
+        if not digits(n) or int(n) < 1: raise BadArgumentError(f"--cluster {address}: give local:N with N workers, 1 or more")
         n = min(int(n), most or int(n))
         local = _LocalWorkers(n, start_timeout, warm)  # (its workers start before Dask is imported here, 0.3-1 s of CPU)
         try:

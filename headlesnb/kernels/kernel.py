@@ -10,7 +10,7 @@ __all__ = ['LONGEST', 'OUTPUT_LIMIT', 'SIZE_KEYS', 'RunResult', 'Kernel', 'py_bo
 import asyncio, inspect, json, keyword, re
 from dataclasses import dataclass, field
 from ..errors import BadArgumentError, NotFoundError
-from ..utils import cap_text, join_text, strip_ansi
+from ..utils import cap_text, digits, join_text, strip_ansi
 
 # %% ../../nbs/05_kernels.kernel.ipynb #9abec4d1
 @dataclass
@@ -23,6 +23,7 @@ class RunResult:
     ended: str                   # ISO-8601 UTC, as Jupyter's `shell.execute_reply`
     stuck: bool = False          # the code could not be stopped (blocked in C): `restart()` recovers
     killed: bool = False         # the code could not be stopped, so its kernel was killed: variables and imports are lost
+    ran: bool = True             # False: it never started (it waited its whole timeout for the runs before it)
     payload: list = field(default_factory=list)          # as in Jupyter's execute_reply: pager text, `ask_exit`, ...
     display_updates: list = field(default_factory=list)  # updates to displays shown by earlier runs (kernels that cannot
                                                          # update those outputs in place): [{'execution_count', 'output_index', 'data', 'metadata'}]
@@ -215,7 +216,7 @@ def _variable(name:str, pinfo:str, listed:dict|None) -> dict:
     f = pinfo_sections(pinfo)
     d = {'name': name, 'type': f.get('Type', ''), 'repr': f.get('String form', '')}
     if listed: d.update({k: listed[k] for k in SIZE_KEYS if k in listed})
-    elif f.get('Length', '').isdigit(): d['len'] = int(f['Length'])
+    elif digits(f.get('Length', '')): d['len'] = int(f['Length'])
     d['inspection'] = cap_text(strip_ansi(pinfo), 4000)
     return d
 
