@@ -8,7 +8,8 @@ real sockets, Debian's headless Chromium (through playwright) and the official M
   all refused, nothing changes. `Origin: null`, a spoofed Host (and Chromium resolving a foreign name to 127.0.0.1:
   DNS rebinding), a foreign-Origin websocket handshake: refused.
 - Off loopback: `serve` and `mcp --transport http` refuse to start without a token; with one, every request needs it
-  (the page's `?token=` visit sets a cookie that the page's own requests carry); a foreign Origin is still refused.
+  (the page's `?token=` visit sets a cookie that opens pages only, and keeps a page secret the page's POSTs send: the
+  interrupt button reaches the server, the cookie replayed alone does not); a foreign Origin is still refused.
 - Crashes: SIGKILL right after a reply loses nothing (20 trials; the same harness loses edits with --no-durable);
   a burst of acknowledged adds survives SIGKILL.
 - Files: a read-only dialog stays as it is (and readable); a dialog swapped for a symlink is refused, its target untouched.
@@ -327,7 +328,8 @@ def test_serve_off_loopback_needs_a_token(tmp_path, browser):
         assert bare.post('/list_dialogs_', headers={'Authorization': 'Bearer wrong'}).status_code == 401
         srv.ok('create_dialog_', name='d')
         assert srv.http.post('/list_dialogs_', headers={'Origin': 'https://evil.example'}).status_code == 403  # a token does not excuse that
-        # a browser: the first visit with ?token= sets the cookie; the page, its event stream and the interrupt button carry it
+        # a browser: the first visit with ?token= sets the cookie (pages, GET only) and keeps the page secret; the page and its
+        # event stream carry the cookie, the interrupt button the secret
         page = browser.new_page()
         assert page.goto(f'{srv.url}/dialog_?name=d').status == 401
         page.goto(f'{srv.url}/dialog_?name=d&token={token}')
@@ -335,6 +337,17 @@ def test_serve_off_loopback_needs_a_token(tmp_path, browser):
         page.wait_for_function('window.hnb && hnb.ready', timeout=15_000)
         srv.ok('add_relative_', dlg_name='d', content='seen live')
         page.wait_for_function("document.body.innerText.includes('seen live')", timeout=10_000)
+        # the page's own POSTs carry its page secret (the cookie alone opens pages only): the interrupt button reaches the server
+        with page.expect_response(lambda r: r.url.endswith('/interrupt_')) as resp: page.click('#hnb-interrupt')
+        assert resp.value.status == 200, (resp.value.status, resp.value.text())
+        assert resp.value.request.headers.get('x-headlesnb-token') == page.evaluate("localStorage.getItem('headlesnb-secret')")
+        page.wait_for_function("document.getElementById('status').textContent !== 'live'", timeout=10_000)
+        assert 'interrupt: 401' not in page.inner_text('#status') and 'token' not in page.inner_text('#status')
+        assert page.evaluate("pushData('x', {a: 1})") is True  # (pushData too)
+        cookie = next(c for c in page.context.cookies() if c['name'].startswith('headlesnb_serve_token_'))
+        assert token not in cookie['value'] and cookie['httpOnly'] and cookie['sameSite'] == 'Strict'
+        r = bare.post('/list_dialogs_', headers={'Cookie': f"{cookie['name']}={cookie['value']}"})  # that cookie, replayed elsewhere
+        assert r.status_code == 401 and "a cookie opens this server's pages only" in r.json()['error'], r.text
         bare.close()
 
 

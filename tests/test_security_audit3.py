@@ -6,14 +6,15 @@ http` and `headlesnb proxy` subprocesses and raw sockets.
   Origin passes with the token and not without it.
 - A11: a token no client can send (not printable ASCII, or with a space), from --token or the environment, is refused at
   start (exit 2) naming the characters allowed, never the token.
-- A5: the cookie a `?token=` visit sets does not hold the token (browsers send it to every port of 127.0.0.1), it works,
-  and the token itself is no cookie.
+- A5: the cookie a `?token=` visit to serve sets does not hold the token (browsers send it to every port of 127.0.0.1)
+  and opens pages (GET) only: replayed from another process it can POST nothing (the audit's attack, end to end: no
+  dialog made, no code run); the page's own POSTs carry its page secret. mcp sets no cookie and takes no ?token=.
 - A3: the proxy refuses a chunk size that is not hex digits (`-1`) and a chunk line or trailer past its cap with 400,
   without reading on, and a huge chunk size with 413; the upstream is never reached.
 - A6: `--log-requests` masks the values of the path's query.
 Every process is stopped by its PID.
 """
-import json, os, select, socket, subprocess, sys, time
+import json, os, re, select, socket, subprocess, sys, time
 from pathlib import Path
 
 import httpx
@@ -121,26 +122,71 @@ def test_a_token_that_cannot_be_sent_is_refused_at_start(tmp_path, kind):
     assert f"argument ${env}" in err and "token holds 'é'" in err, err
 
 
-# ---------------------------------------------------------------- A5: the cookie is not the token
+# ---------------------------------------------------------------- A5: the cookie is not the token, and opens pages only
 @pytest.mark.parametrize('kind', ['serve', 'mcp'])
 def test_the_token_cookie_is_not_the_token(tmp_path, kind):
+    """Browsers send a host's cookies to every port of it: the cookie a `?token=` visit sets (serve only) holds no token and
+    opens pages (GET) only; a POST with it alone is 401. mcp sets no cookie and takes no token from the address"""
     tok = 'TOPSECRET-' + os.urandom(8).hex()
     p, port = start(kind, tmp_path, '--token', tok)
     try:
         base = f'http://127.0.0.1:{port}'
         r = httpx.get(f'{base}/?token={tok}', timeout=30)
-        assert r.status_code == 303, (r.status_code, r.text)
+        probe = (f'{base}/list_dialogs_', {}, {}) if kind == 'serve' else (f'{base}/mcp', MCP_HEADERS, {'json': INIT})
+        def post(headers): return httpx.post(probe[0], headers={**probe[1], **headers}, **probe[2], timeout=30)
+        if kind == 'mcp':  # no cookie, and ?token= is no credential: the token goes in a header
+            assert r.status_code == 401 and 'set-cookie' not in r.headers, (r.status_code, r.headers)
+            assert "send 'Authorization: Bearer TOKEN' (or 'X-Headlesnb-Token: TOKEN')" in r.json()['error'], r.text
+            r = httpx.post(f'{probe[0]}?token={tok}', headers=probe[1], json=INIT, timeout=30)
+            assert r.status_code == 401 and 'Authorization: Bearer TOKEN' in r.json()['error'], r.text
+            for cookie in (f'headlesnb_mcp_token_{port}={tok}', f'headlesnb_token_{port}=x'):  # a cookie is nothing to it
+                assert post({'Cookie': cookie}).status_code == 401
+            assert post({'Authorization': f'Bearer {tok}'}).status_code == 200
+            return
+        assert r.status_code == 200 and r.headers['content-type'].startswith('text/html'), (r.status_code, r.text)
         name, _, rest = r.headers['set-cookie'].partition('=')
         value = rest.split(';')[0]
         assert tok not in r.headers['set-cookie'] and len(value) >= 32, r.headers['set-cookie']  # another port's server sees this, not the token
-        probe = ('POST', f'{base}/list_dialogs_', {}) if kind == 'serve' else ('POST', f'{base}/mcp', MCP_HEADERS)
-        def with_cookie(v): return httpx.request(probe[0], probe[1], headers={**probe[2], 'Cookie': f'{name}={v}'},
-                                                 **({'json': INIT} if kind == 'mcp' else {}), timeout=30)
-        assert with_cookie(value).status_code == 200
-        r = with_cookie(tok)  # the token itself is no cookie
+        assert 'HttpOnly' in r.headers['set-cookie'] and 'SameSite=Strict' in r.headers['set-cookie']
+        secret = re.search(r'data-secret="([^"]+)"', r.text)[1]
+        assert re.search(r'data-next="([^"]*)"', r.text)[1] == '/' and tok not in r.text and secret != value
+        csp = r.headers['content-security-policy']
+        assert "default-src 'none'" in csp and "script-src 'sha256-" in csp and "base-uri 'none'" in csp and "form-action 'none'" in csp, csp
+        assert r.headers['cache-control'] == 'no-store' and r.headers['referrer-policy'] == 'no-referrer'
+        jar = {'Cookie': f'{name}={value}'}
+        r = post(jar)  # the cookie alone: another port's server replaying it
+        assert r.status_code == 401 and "a cookie opens this server's pages only" in r.json()['error'], r.text
+        assert httpx.get(f'{base}/', headers=jar, timeout=30).status_code == 200  # it opens pages
+        assert httpx.get(f'{base}/agents/tree.json', headers=jar, timeout=30).status_code == 200
+        assert post({**jar, 'X-Headlesnb-Token': secret}).status_code == 200  # what the page sends with its POSTs
+        assert post({'X-Headlesnb-Token': value}).status_code == 401  # the cookie's value is not the page secret
+        r = post({'Cookie': f'{name}={tok}'})  # the token itself is no cookie
         assert r.status_code == 401 and tok not in r.text, r.text
+        r = httpx.post(f'{probe[0]}?token={tok}', timeout=30)  # nor is ?token= on a POST
+        assert r.status_code == 401 and 'Authorization: Bearer TOKEN' in r.json()['error'], r.text
         r = httpx.get(f'{base}/?token={tok}', headers={'Cookie': f'{name}=from-an-earlier-run'}, timeout=30)
-        assert r.status_code == 303, (r.status_code, r.text)  # a cookie of an earlier run: a visit with ?token= mends it
+        assert r.status_code == 200 and 'set-cookie' in r.headers, (r.status_code, r.text)  # a cookie of an earlier run: a visit with ?token= mends it
+    finally: stop(p)
+
+
+def test_a_replayed_cookie_runs_no_code(tmp_path):
+    """The audit's attack, end to end: another local server the browser visits gets serve's cookie (cookies ignore ports) and
+    replays it from its own process, with any headers it likes, to make a dialog and run code in it. Refused: nothing runs"""
+    tok = 'SRVTOKEN-' + os.urandom(8).hex()
+    root = tmp_path / 'root'; root.mkdir()
+    pwned = tmp_path / 'PWNED_BY_COOKIE'
+    p, port = start('serve', root, '--token', tok)
+    try:
+        base = f'http://127.0.0.1:{port}'
+        r = httpx.get(f'{base}/?token={tok}', follow_redirects=False, timeout=30)  # the user's first visit, in the browser
+        cookie = r.headers['set-cookie'].split(';')[0]  # what the browser then sends to every port of 127.0.0.1
+        with httpx.Client(base_url=base, headers={'Cookie': cookie}, timeout=30) as attacker:  # the other server, replaying it
+            r1 = attacker.post('/create_dialog_', data={'name': 'pwn'})
+            r2 = attacker.post('/add_relative_', data={'dlg_name': 'pwn', 'msg_type': 'code', 'placement': 'at_end', 'run': 'true',
+                                                       'content': f'open({str(pwned)!r}, "w").write("ran")'})
+            time.sleep(2)
+            assert (r1.status_code, r2.status_code) == (401, 401), (r1.status_code, r1.text, r2.status_code, r2.text)
+            assert not pwned.exists() and not list(root.glob('pwn*')), 'a replayed cookie ran code'
     finally: stop(p)
 
 

@@ -54,6 +54,8 @@ AGENTS_JS = r"""
 (() => {
 const GLYPH = {pending: '○', running: '●', done: '✓', aborted: '✗', failed: '✗'};
 const tree = document.getElementById('tree'), status = document.getElementById('status'), count = document.getElementById('count');
+const secret = () => { try { return localStorage.getItem('""" + SECRET_STORE + r"""') || ''; } catch (e) { return ''; } };
+const withSecret = h => { const s = secret(); return s ? {...h, 'X-Headlesnb-Token': s} : h; };  // the page secret (serve --token): a cookie opens pages only
 function el(tag, cls, text) { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
 function row(n) {
   const li = el('li');
@@ -87,7 +89,7 @@ tree.addEventListener('click', async ev => {
   const id = btn.dataset.id;
   if (!window.confirm('Abort agent ' + id + ' and all its subagents?')) return;
   btn.disabled = true;
-  const r = await fetch('/agents/abort', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({id})});
+  const r = await fetch('/agents/abort', {method: 'POST', headers: withSecret({'Content-Type': 'application/json'}), body: JSON.stringify({id})});
   if (!r.ok) { const e = await r.json().catch(() => ({})); status.textContent = e.error || ('abort failed: ' + r.status); btn.disabled = false; }
 });
 const es = new EventSource('/agents/events');
@@ -176,10 +178,11 @@ def build_app(root='.', engine:Engine|None=None, search=None, web_answer=None, *
     """The dialoghelper-compatible app over `engine`'s dialogs and workspaces (default: a new durable `Engine(root)`); the engine
     is closed at shutdown when the app made it, or `close_engine` says so"""
     guard = dict(host=host, port=port, token=token, allow_hosts=tuple(allow_hosts), max_body=max_body, name='headlesnb serve',
-                 limit_option='--max-body-mb')
+                 limit_option='--max-body-mb', pages=True)  # (pages: ?token= visits, a cookie that opens pages only, the page secret)
     Guard(None, **guard)  # a setting the guard refuses (a non-loopback host without a token) fails now, not at the first request
     own = engine is None if close_engine is None else close_engine
-    srv = DhServer(engine if engine is not None else Engine(root, durable=durable), search=search, web_answer=web_answer)
+    srv = DhServer(engine if engine is not None else Engine(root), search=search, web_answer=web_answer)
+    srv.engine.durable = durable  # (a given engine too: what the server acknowledges is on disk, unless `durable=False`)
     async def not_found(req, exc): return json_response({'error': f'no endpoint {req.url.path}'}, 404)
     async def bad_method(req, exc): return json_response({'error': f'{req.method} is not allowed on {req.url.path}'}, 405)
     async def crashed(req, exc): return error_response(exc, req)
@@ -445,11 +448,13 @@ const H = {
 };
 if (!window.htmx) window.htmx = H;
 window.hnb = {swap, ready: false};
+const secret = () => { try { return localStorage.getItem('""" + SECRET_STORE + r"""') || ''; } catch (e) { return ''; } };
+const withSecret = h => { const s = secret(); return s ? {...h, 'X-Headlesnb-Token': s} : h; };  // the page secret (serve --token): a cookie opens pages only
 window.pushData = async (data_id, data) => {
   let body;
   try { body = JSON.stringify({...(data || {}), data_id: String(data_id)}); }
   catch (e) { body = JSON.stringify({error: String(e), data_id: String(data_id)}); }
-  const r = await fetch('/push_data_blocking_', {method: 'POST', headers: {'Content-Type': 'application/json'}, body});
+  const r = await fetch('/push_data_blocking_', {method: 'POST', headers: withSecret({'Content-Type': 'application/json'}), body});
   return r.ok;
 };
 window.addEventListener('message', e => {  // an output frame's height (a number, nothing else is read)
@@ -460,7 +465,7 @@ window.addEventListener('message', e => {  // an output frame's height (a number
 });
 hnb.interrupt = async () => {
   const st = document.getElementById('status');
-  const r = await fetch('/interrupt_', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
+  const r = await fetch('/interrupt_', {method: 'POST', headers: withSecret({'Content-Type': 'application/x-www-form-urlencoded'}),
                                         body: 'dlg_name=' + encodeURIComponent(document.body.dataset.dialog)});
   const j = await r.json().catch(() => ({}));
   st.textContent = j.success || j.error || ('interrupt: ' + r.status);
@@ -773,10 +778,10 @@ def serve_main(argv=None):
     sock = bind('headlesnb serve', a.host, a.port)
     port = sock.getsockname()[1]  # (--port 0: the one the system chose)
     try:
-        engine = Engine(a.root, durable=not a.no_durable, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token,
+        engine = Engine(a.root, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token,
                         agent_host='process')  # its dialog agents outlive it, and resume if they die with it
         app = build_app(engine=engine, host=a.host, port=port, token=token, allow_hosts=a.allow_host, max_body=int(a.max_body_mb * 2**20),
-                        close_engine=True)
+                        durable=not a.no_durable, close_engine=True)
     except HeadlesnbError as e: sys.exit(f"headlesnb serve: {e}")
     point_client(port)
     server = uvicorn.Server(uvicorn.Config(app, host=a.host, port=port, log_level=a.log_level, access_log=False,
