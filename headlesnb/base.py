@@ -21,7 +21,7 @@ from .document import NbDoc, new_id
 from .history import History, CLIENT, as_client
 from .kernels.kernel import Kernel, RunResult, OUTPUT_LIMIT, run_timeout
 from .kernels.mainthread import MAIN
-from .utils import join_text, shown_url, utc_now
+from .utils import join_text, release_memory, shown_url, utc_now
 
 # %% ../nbs/09_base.ipynb #be15b3ac
 @dataclass(eq=False)
@@ -310,6 +310,7 @@ def _close(self:BaseManager, name:str|None=None) -> Item:
             self._forget_active(it.name)
             for r in self._runs.values():
                 if r.name == it.name and r.over: r._closed(self.rel(it.path), self.kind)
+    release_memory()  # (its document and outputs, megabytes maybe: the server's memory goes back to where it was)
     return it
 
 @patch

@@ -4,12 +4,13 @@
 
 # %% auto #0
 __all__ = ['IMAGE_TYPES', 'UNSHOWABLE', 'PAGES', 'PATTERN_MAX', 'SEARCH_SECONDS', 'HASH_LEN', 'count_range', 'cap_text',
-           'strip_ansi', 'join_text', 'utf8_ok', 'name_ok', 'shown_name', 'digits', 'escaped', 'utf8_safe', 'redact',
-           'shown_url', 'jupyter_address', 'estimate_tokens', 'id_list', 'check_int', 'check_str', 'text_diff',
-           'utc_now', 'SafePattern', 'content_hash', 'check_hash', 'hash_list', 'die_with_parent', 'read_regular']
+           'strip_ansi', 'join_text', 'utf8_ok', 'name_ok', 'shown_name', 'release_memory', 'digits', 'escaped',
+           'utf8_safe', 'redact', 'shown_url', 'jupyter_address', 'estimate_tokens', 'id_list', 'check_int',
+           'check_str', 'text_diff', 'utc_now', 'SafePattern', 'content_hash', 'check_hash', 'hash_list',
+           'die_with_parent', 'read_regular']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
-import errno, functools, hashlib, os, re, stat, sys, time
+import ctypes, errno, functools, gc, hashlib, os, re, stat, sys, time
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 from .errors import BadArgumentError, ConflictError
@@ -60,6 +61,18 @@ def name_ok(name:str) -> bool:
 def shown_name(name:str) -> str:
     "`name` as it is when `name_ok`, else as a Python string literal (`'a\\n---X'`): on one line, escaped, and plainly quoted"
     return name if name_ok(name) else repr(name)
+
+def _malloc_trim():
+    try: return ctypes.CDLL(None).malloc_trim  # glibc's (Linux); none elsewhere
+    except (OSError, AttributeError): return None
+_TRIM = _malloc_trim()
+
+def release_memory():
+    """Give what a closed document held back to the system: a collection (outputs held in reference cycles), then glibc's
+    `malloc_trim` (a threaded server's freed megabytes otherwise stay in its heaps, its resident memory growing with each
+    notebook closed); where there is no glibc, the collection only"""
+    gc.collect()
+    if _TRIM is not None: _TRIM(0)
 
 def digits(s:str) -> bool:
     """Whether `s` is a whole number written in at most 18 ASCII digits (no index or size is larger; `int` refuses 4,300
