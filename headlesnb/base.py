@@ -1305,7 +1305,10 @@ def _interrupt(self:BaseManager, name, clear_queue:bool=True) -> dict:
     dropped = self._drop_waiting(it) if clear_queue else 0  # runs waiting their turn never start: ended now
     running = [r for r in mine if not r.over and r.status == 'running']
     for r in running: r.stop_asked = True  # one whose kernel is still starting stops before its code runs
-    return dict(interrupted=bool(it.kernel and it.kernel.interrupt()) or bool(running), dropped=dropped)
+    hit = bool(it.kernel and it.kernel.interrupt())
+    with self._lock: held = any(r.name == it.name and r.over and r.held_by is not None and r.held_by is it.kernel for r in self._runs.values())
+    # (a dropped run's thread still holds the kernel while it waits for another's cell: the kernel says it stopped that, but nothing ran)
+    return dict(interrupted=bool(running) or (hit and not held), dropped=dropped)
 
 @patch
 def _restart(self:BaseManager, name) -> dict:

@@ -228,7 +228,9 @@ def delete_cell(self:NotebookManager, cell_indices, include_source:bool=True, no
         gone = [dict(index=i, id=it.doc.cells[i]['id'], cell_type=it.doc.cells[i]['cell_type'], hash=content_hash(it.doc.cells[i]['source']),
                      **(dict(source=it.doc.cells[i]['source']) if include_source else {})) for i in pos]
         it.history.apply(it.doc, DeleteCells([g['id'] for g in gone], f'delete {len(gone)} cell(s)'))
-        return dict(deleted=gone, total=len(it.doc.cells))
+        ids = {g['id'] for g in gone}
+        with self._lock: going = [dict(run_id=r.id, id=r.cell_id) for r in self._runs.values() if r.name == it.name and not r.over and r.cell_id in ids]
+        return dict(deleted=gone, total=len(it.doc.cells), **({'running': going} if going else {}))  # (their runs go on: said, not hidden)
 
 @patch
 def move_cell(self:NotebookManager, source_index, target_index:int, notebook_name:str|None=None, expected_hash:str|None=None) -> dict:

@@ -44,3 +44,15 @@ def test_a_notebook_whose_execution_count_is_text_is_refused(tmp_path):
             assert 'RUN run-deadbeef' not in e, e
             await ok(s, 'use_notebook', notebook_name='fine', mode='create')  # the server goes on
     run(go)
+
+
+def test_deleting_a_running_cell_says_its_run_goes_on(tmp_path):
+    async def go():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='n', mode='create')
+            d = structured(await call(s, 'insert_execute_code_cell', cell_index=-1, cell_source='import time\nfor _ in range(500): time.sleep(0.01)', wait=0))
+            t = await ok(s, 'delete_cell', cell_indices=[0])
+            assert f"was running: its run {d['run_id']} goes on, and its outputs will not be stored" in t, t  # (it said only 'deleted')
+            await ok(s, 'interrupt', run_id=d['run_id'])
+            assert (await ended(s, d['run_id'], 30))['status'] == 'interrupted'
+    run(go)

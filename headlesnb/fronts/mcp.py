@@ -683,6 +683,9 @@ async def delete_cell(self:NotebookTools,
         for g in d['deleted']:
             lines.append(f"Cell {g['index']} ({g['cell_type']}) deleted successfully.\nid {g['id']}" + (f"\ndeleted cell source:\n{g['source']}\n\n---" if include_source else ''))
         lines.append(f"deleted {_plural(len(d['deleted']), 'cell')}; {_plural(d['total'], 'cell')} left")
+        for r in d.get('running', []):
+            lines.append(f"cell {r['id']} was running: its run {r['run_id']} goes on, and its outputs will not be stored; "
+                         f"interrupt(run_id=\"{r['run_id']}\") stops it")
         return answer(cap_text('\n'.join(lines), self.opts.text_limit), cell_ids=[g['id'] for g in d['deleted']])
     return await self._do(call, fmt)
 
