@@ -1316,6 +1316,9 @@ def _restart(self:BaseManager, name) -> dict:
     dropped (a kernel whose run waits for another notebook's in-process cell is let go: a new one starts on the next run)"""
     it = self.item(name)
     self._drop_waiting(it)
+    with self._lock:
+        for r in self._runs.values():
+            if r.name == it.name and not r.over: r.reason = 'its kernel was restarted'  # (else it read as an interrupt of its own)
     k = it.kernel
     if k is not None and k.waiting: self._let_go(it)
     elif k is not None: k.restart(); self._kernel_started(it)

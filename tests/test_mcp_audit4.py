@@ -56,3 +56,15 @@ def test_deleting_a_running_cell_says_its_run_goes_on(tmp_path):
             await ok(s, 'interrupt', run_id=d['run_id'])
             assert (await ended(s, d['run_id'], 30))['status'] == 'interrupted'
     run(go)
+
+
+def test_a_restart_names_the_runs_it_stopped(tmp_path):
+    async def go():
+        async with stdio_session(tmp_path) as s:
+            await ok(s, 'use_notebook', notebook_name='n', mode='create')
+            d = structured(await call(s, 'insert_execute_code_cell', cell_index=-1, cell_source='import time\nfor _ in range(500): time.sleep(0.01)', wait=0))
+            t = await ok(s, 'restart_notebook')
+            assert f"stopped run {d['run_id']}, cell 0" in t, t  # (unuse_notebook said so; restart_notebook did not)
+            end = await ended(s, d['run_id'], 30)
+            assert end['status'] == 'interrupted' and end.get('reason') == 'its kernel was restarted', end
+    run(go)

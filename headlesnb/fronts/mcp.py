@@ -441,7 +441,7 @@ async def unuse_notebook(self:NotebookTools, notebook_name:_NbName=None) -> Call
     "Save and close a notebook and stop its kernel (its variables are lost)."
     def call():
         self._connected(notebook_name)
-        going = [f"{r['run_id']}, " + (self._cell_what(r) if r.get('cell_id') else r['kind']) for r in self.nm.list_runs(notebook_name) if not r['done']]
+        going = self._going(notebook_name)
         d = self.nm.unuse_notebook(notebook_name)
         return dict(d, stopped=going if d['closed'] else [])  # (a second name let go: the notebook and its runs go on)
     return await self._do(call, lambda d: f"Notebook {d['name']!r} unused successfully.\n" + (f"closed notebook {d['name']!r} ({d['path']}, saved)" if d['closed'] else
@@ -502,9 +502,19 @@ async def inspect_variable(self:NotebookTools,
 @patch
 async def restart_notebook(self:NotebookTools, notebook_name:_NbName=None) -> CallToolResult:
     "Restart the notebook's kernel: all variables are lost."
+    def call():
+        self._connected(notebook_name)
+        going = self._going(notebook_name)
+        return dict(self.nm.restart_notebook(notebook_name), stopped=going)
     def fmt(d): return (f"Notebook {d['name']!r} kernel restarted successfully. Memory state and imported packages have been cleared.\n"  # JMS's words, then ours
-                        + (f"restarted the kernel of {d['name']!r}" if d['restarted'] else "its kernel was not started yet: the next run starts a fresh one"))
-    return await self._do(lambda: (self._connected(notebook_name), self.nm.restart_notebook(notebook_name))[1], fmt)
+                        + (f"restarted the kernel of {d['name']!r}" if d['restarted'] else "its kernel was not started yet: the next run starts a fresh one")
+                        + ''.join(f"\nstopped run {w}" for w in d['stopped']))
+    return await self._do(call, fmt)
+
+@patch
+def _going(self:NotebookTools, notebook_name) -> list:
+    "The runs of the notebook not ended yet, each as 'ID, what it runs': what closing or restarting it stops"
+    return [f"{r['run_id']}, " + (self._cell_what(r) if r.get('cell_id') else r['kind']) for r in self.nm.list_runs(notebook_name) if not r['done']]
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #9a4b4e75
 def cap_source(src:str, limit:int, notebook:str, cell_id:str) -> str:
