@@ -1032,6 +1032,7 @@ def _forget_old_runs(self:BaseManager):
         ended = [r for r in self._runs.values() if r.over]
         if len(self._runs) > 2 * RUN_KEEP:
             for r in ended[:max(0, len(ended) - RUN_KEEP)]: del self._runs[r.id]
+    if sum(r.size for r in ended) <= RUN_OUTPUTS_KEPT: return  # (the common case: no sort at each run's end)
     held, now = 0, time.monotonic()
     for i, r in enumerate(sorted(ended, key=lambda r: r._t1 or 0, reverse=True)):  # newest first: the newest always keeps its own
         held += r.size
