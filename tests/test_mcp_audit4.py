@@ -3,7 +3,9 @@
 - a run started with `wait` and no `timeout` has no time limit, as the README says: `execute_code`'s 30 s default (a
   jupyter-mcp-server client's call that waits) stopped such a run after 30 s; a `timeout` given still holds;
 - a notebook file whose execution count is text (which a model would read in a cell's header as ours) is refused,
-  naming the cell and what to do; the server goes on.
+  naming the cell and what to do; the server goes on;
+- deleting a running cell says its run goes on, its outputs unstored; restart_notebook names the runs it stopped, and
+  they end with that reason.
 Every server process is stopped by PID (`stdio_session`).
 """
 import json
@@ -46,11 +48,16 @@ def test_a_notebook_whose_execution_count_is_text_is_refused(tmp_path):
     run(go)
 
 
+async def running_cell(s) -> dict:
+    "A new notebook's cell 0, running for 5 s (a loop an interrupt stops): its run as the answer's structured content"
+    await ok(s, 'use_notebook', notebook_name='n', mode='create')
+    return structured(await call(s, 'insert_execute_code_cell', cell_index=-1, cell_source='import time\nfor _ in range(500): time.sleep(0.01)', wait=0))
+
+
 def test_deleting_a_running_cell_says_its_run_goes_on(tmp_path):
     async def go():
         async with stdio_session(tmp_path) as s:
-            await ok(s, 'use_notebook', notebook_name='n', mode='create')
-            d = structured(await call(s, 'insert_execute_code_cell', cell_index=-1, cell_source='import time\nfor _ in range(500): time.sleep(0.01)', wait=0))
+            d = await running_cell(s)
             t = await ok(s, 'delete_cell', cell_indices=[0])
             assert f"was running: its run {d['run_id']} goes on, and its outputs will not be stored" in t, t  # (it said only 'deleted')
             await ok(s, 'interrupt', run_id=d['run_id'])
@@ -61,8 +68,7 @@ def test_deleting_a_running_cell_says_its_run_goes_on(tmp_path):
 def test_a_restart_names_the_runs_it_stopped(tmp_path):
     async def go():
         async with stdio_session(tmp_path) as s:
-            await ok(s, 'use_notebook', notebook_name='n', mode='create')
-            d = structured(await call(s, 'insert_execute_code_cell', cell_index=-1, cell_source='import time\nfor _ in range(500): time.sleep(0.01)', wait=0))
+            d = await running_cell(s)
             t = await ok(s, 'restart_notebook')
             assert f"stopped run {d['run_id']}, cell 0" in t, t  # (unuse_notebook said so; restart_notebook did not)
             end = await ended(s, d['run_id'], 30)
