@@ -435,8 +435,11 @@ def test_tui_split_view_from_outside_tmux(root, tmp_path):
     try:
         with FakeAnthropic(dialog_script(release)) as fake:
             am, ids = rows_of_every_kind(root, fake.url, release)
-            tmx('new-session', '-d', '-s', 'term', '-x', '200', '-y', '45', 'env', '-u', 'TMUX', *HNB_ARGV, 'agents', '--root', str(root), sock=sock)
-            session = wait_for(lambda: [s for s in tmux_sessions() if s.startswith('headlesnb-agents-')], timeout=60, what='the tree session')[0]
+            tmx('new-session', '-d', '-s', 'term', '-x', '200', '-y', '45', 'env', '-u', 'TMUX', *HNB_ARGV, 'agents', '--root', str(root),
+                ';', 'set-option', '-w', '-t', 'term', 'remain-on-exit', 'on', sock=sock)  # (if it fails, what it printed stays to be seen)
+            try: session = wait_for(lambda: [s for s in tmux_sessions() if s.startswith('headlesnb-agents-')], timeout=120, what='the tree session')[0]
+            except AssertionError as e: raise AssertionError(f"{e}; the terminal shows:\n{tmx('capture-pane', '-p', '-t', 'term', sock=sock).stdout}") from None
+            tmx('set-option', '-w', '-t', 'term', 'remain-on-exit', 'off', sock=sock)
             tree_pane, new = check_rows(am, ids, session, f'={session}:', release)
             assert 'Legacy task from scope' in tmx('capture-pane', '-p', '-t', 'term', sock=sock).stdout, 'the user sees the tree'
             # q: the tree (and its view) go, the user's terminal is back; every agent goes on
@@ -980,12 +983,12 @@ def test_tui_pilot(root):
             assert not app.rows['1'].is_expanded
             await pilot.press('l'); await pilot.pause()
             assert app.rows['1'].is_expanded
-            # another process aborts 1: the tree shows it within a second
+            # another process aborts 1: the tree shows it soon (a second on an idle machine; 5 s here, for a loaded CI machine)
             hnb('abort', '1', root=root, check=True)
             t_cli = time.monotonic()
             while '✗ aborted' not in str(app.rows['1.0'].label):
                 await pilot.pause(0.02)
-                assert time.monotonic() - t_cli < 1.0, 'the UI did not show the change within 1 s'
+                assert time.monotonic() - t_cli < 5, 'the UI did not show the change within 5 s'
             assert '0 running' in str(app.query_one('#count').render())
             await pilot.press('d'); await pilot.pause()
             assert app.rows == {}  # everything is finished

@@ -38,7 +38,7 @@ def test_busy_loop_timeout_then_a_normal_cell(nm):
     nm.execute_code('x = 41')
     t = time.monotonic()
     r = nm.insert_execute_code_cell(-1, 'while True: pass', timeout=1)
-    assert time.monotonic() - t < 2
+    assert time.monotonic() - t < 30  # (without the timeout the loop never ends; a loaded CI machine is slow to stop it)
     assert r['status'] == 'timeout' and r['error']['ename'] and 'timed out' in (r['error']['evalue'] or '').lower()
     r = nm.insert_execute_code_cell(-1, 'x + 1')
     assert r['status'] == 'ok' and _text(r['outputs'][0]) == '42'

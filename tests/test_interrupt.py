@@ -115,7 +115,7 @@ def test_mcp_a_cell_deaf_to_sigint_is_reported_stuck_and_other_notebooks_run(tmp
             await s.call_tool('use_notebook', dict(notebook_name='other', mode='create'))
             t0 = time.monotonic()
             assert '42' in text(await s.call_tool('execute_code', dict(code='6 * 7', notebook_name='other')))
-            assert time.monotonic() - t0 < 1  # not waiting for the main thread
+            assert time.monotonic() - t0 < 3  # not waiting for the main thread (held 4 s)
             await anyio.sleep(4)
             t = text(await s.call_tool('execute_code', dict(code='6 * 7', notebook_name='n')))
             assert '42' in t, t  # the call returned: the kernel works again, without a restart
@@ -244,7 +244,7 @@ def test_ctrl_c_stops_the_stdio_server_running_a_sleeping_cell(tmp_path):
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     answer = json.loads(p.stdout.readline())
-    assert answer['id'] == 3 and time.monotonic() - t0 < 1, answer
+    assert answer['id'] == 3 and time.monotonic() - t0 < 10, answer  # (the cell sleeps much longer)
     p.stdin.close()
     assert p.wait(30) == 130 and time.monotonic() - t0 < 5, time.monotonic() - t0
     assert 'Traceback' not in p.stderr.read()
@@ -282,7 +282,7 @@ def test_api_kernel_timeout_stops_blocked_cells(what):
         took = time.monotonic() - t0
         assert (r.status, r.stuck) == ("timeout", False) and 1.9 < took < 3.5, (took, r)
         t0 = time.monotonic()
-        assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42'] and time.monotonic() - t0 < 0.5
+        assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42'] and time.monotonic() - t0 < STOPPED  # (not after the 60 s cell)
 
 def test_api_kernel_interrupt_stops_a_sleep():
     from headlesnb.kernels.inprocess import InProcessKernel
@@ -322,4 +322,4 @@ def test_api_manager_timeout_stops_a_sleep(tmp_path):
         r = nm.execute_code(BLOCKED['sleep'], timeout=2)
         assert time.monotonic() - t0 < 3.5 and r['status'] == 'timeout', r
         t0 = time.monotonic()
-        assert nm.execute_code('6 * 7')['status'] == 'ok' and time.monotonic() - t0 < 0.5
+        assert nm.execute_code('6 * 7')['status'] == 'ok' and time.monotonic() - t0 < STOPPED  # (not after the 60 s cell)

@@ -18,7 +18,13 @@ EG_VENV = Path(os.environ.get('HEADLESNB_EG_VENV', Path.home() / '.cache/headles
 class Server:
     name: str; url: str; token: str; root: Path; proc: subprocess.Popen; log: Path
     def get(self, path): return requests.get(self.url + path, headers={'Authorization': f'token {self.token}'}, timeout=10)
-    def kernel_ids(self): return {m['id'] for m in self.get('/api/kernels').json()}
+    def kernel_ids(self):
+        "The server's kernels (asked again after an error: listing them while one shuts down can fail with 500)"
+        for _ in range(20):
+            r = self.get('/api/kernels')
+            if r.status_code == 200: return {m['id'] for m in r.json()}
+            time.sleep(0.2)
+        raise AssertionError(f'{self.name}: GET /api/kernels answered {r.status_code}: {r.text[:500]}')
 
 def _serve(name, cmd, env, root, token, tmp) -> Server:
     log = tmp / f'{name}.log'

@@ -234,17 +234,23 @@ def test_a_store_lost_mid_run_keeps_the_executed_notebook_here(tmp_path):
     port = free_port()
     moto = subprocess.Popen(['moto_server', '-H', '127.0.0.1', '-p', str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     env = {**os.environ, 'AWS_ACCESS_KEY_ID': 'k', 'AWS_SECRET_ACCESS_KEY': 's', 'AWS_ENDPOINT_URL': f'http://127.0.0.1:{port}', 'AWS_DEFAULT_REGION': 'us-east-1'}
+    # Each run marks that it is in its cells (so it checked the output at its start), then waits until the store is gone:
+    # no guess at how long three runs take to start on a loaded machine.
+    started, gone = tmp_path / 'started', tmp_path / 'gone'
     try:
         wait_port(port, moto, 'moto_server')
         boto3.client('s3', endpoint_url=env['AWS_ENDPOINT_URL'], region_name='us-east-1', aws_access_key_id='k', aws_secret_access_key='s').create_bucket(Bucket='nbs')
-        src = mk_nb(tmp_path / 'slow.ipynb', 'print("first", flush=True)', 'import time\ntime.sleep(4)\nprint("second")')
-        two = mk_nb(tmp_path / 'slow2.ipynb', 'import time\ntime.sleep(4)\nprint("two")')
+        mark = f'open({str(started)!r}, "a").write("x")'
+        wait = f'import os, time\nwhile not os.path.exists({str(gone)!r}): time.sleep(0.05)'
+        src = mk_nb(tmp_path / 'slow.ipynb', f'{mark}\nprint("first", flush=True)', f'{wait}\nprint("second")')
+        two = mk_nb(tmp_path / 'slow2.ipynb', f'{mark}\n{wait}\nprint("two")')
         run = lambda *args: subprocess.Popen([*HB, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
         p = run(src, 's3://nbs/out/slow.ipynb', '--summary', tmp_path / 's.json', '--log-output')
         batch = run(src, two, '--output-dir', 's3://nbs/batch', '--jobs', '2', '--summary', tmp_path / 'b.json')  # (each in a child process)
-        time.sleep(2.5)  # (the run checked the output at its start, and now sleeps in its second cell)
-        assert p.poll() is None
-    finally: moto.kill(); moto.wait()
+        end = time.monotonic() + 120
+        while not (started.exists() and len(started.read_text()) == 3):
+            assert time.monotonic() < end and p.poll() is None and batch.poll() is None; time.sleep(0.05)
+    finally: moto.kill(); moto.wait(); gone.touch()
     out, err = p.communicate(timeout=120)
     assert p.returncode == 74, err
     kept = Path(re.search(r'the executed notebook is kept in (\S+): copy it', err).group(1))
