@@ -430,7 +430,7 @@ def dialog_script(release):
 @pytest.mark.timeout(300)
 def test_tui_split_view_from_outside_tmux(root, tmp_path):
     "Outside tmux, `headlesnb agents` starts a tmux session with the tree; Enter on every kind of row opens it on the right; q leaves agents running"
-    sock = f'hnb-outer-{os.getpid()}-{time.monotonic_ns()}'  # the terminal the user sees: a tmux server of its own
+    sock = f'out{os.getpid()}'  # the terminal the user sees: a tmux server of its own (a short name: a socket's path holds 107 bytes)
     release = threading.Event()
     try:
         with FakeAnthropic(dialog_script(release)) as fake:
