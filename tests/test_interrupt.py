@@ -246,7 +246,7 @@ def test_ctrl_c_stops_the_stdio_server_running_a_sleeping_cell(tmp_path):
     answer = json.loads(p.stdout.readline())
     assert answer['id'] == 3 and time.monotonic() - t0 < 10, answer  # (the cell sleeps much longer)
     p.stdin.close()
-    assert p.wait(30) == 130 and time.monotonic() - t0 < 5, time.monotonic() - t0
+    assert p.wait(30) == 130 and time.monotonic() - t0 < 15, time.monotonic() - t0
     assert 'Traceback' not in p.stderr.read()
 
 def test_ctrl_c_that_comes_with_the_kernels_own_stop_still_stops_the_server(tmp_path):
@@ -280,7 +280,7 @@ def test_api_kernel_timeout_stops_blocked_cells(what):
         t0 = time.monotonic()
         r = k.run(BLOCKED[what], timeout=2)
         took = time.monotonic() - t0
-        assert (r.status, r.stuck) == ("timeout", False) and 1.9 < took < 3.5, (took, r)
+        assert (r.status, r.stuck) == ("timeout", False) and 1.9 < took < STOPPED, (took, r)
         t0 = time.monotonic()
         assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42'] and time.monotonic() - t0 < STOPPED  # (not after the 60 s cell)
 
@@ -309,7 +309,7 @@ def test_api_a_stop_reaches_a_cell_as_a_jupyter_interrupt_would():
         r = k.run('import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\ntime.sleep(1.5)\nprint("held")\n'
                   'signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\ntime.sleep(30)', timeout=0.5)
         took = time.monotonic() - t0
-        assert r.status == 'timeout' and 'held' in str(r.outputs) and 1.4 < took < 5, (took, r)
+        assert r.status == 'timeout' and 'held' in str(r.outputs) and 1.4 < took < STOPPED, (took, r)  # (held 1.5 s, not 30)
         assert k.run('6 * 7').outputs[-1]['data']['text/plain'] == ['42']
 
 def test_api_manager_timeout_stops_a_sleep(tmp_path):
@@ -320,6 +320,6 @@ def test_api_manager_timeout_stops_a_sleep(tmp_path):
         nm.execute_code('1')
         t0 = time.monotonic()
         r = nm.execute_code(BLOCKED['sleep'], timeout=2)
-        assert time.monotonic() - t0 < 3.5 and r['status'] == 'timeout', r
+        assert time.monotonic() - t0 < STOPPED and r['status'] == 'timeout', r
         t0 = time.monotonic()
         assert nm.execute_code('6 * 7')['status'] == 'ok' and time.monotonic() - t0 < STOPPED  # (not after the 60 s cell)
