@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['CELL_TYPES', 'WRITERS', 'MISSING', 'EDIT_LOCK_WAIT', 'new_id', 'mk_cell', 'parse_nb', 'check_nb', 'dump_nb',
-           'cell_text', 'dump_cells', 'keep_attrs', 'atomic_write', 'NbDoc', 'write_lock']
+           'cell_text', 'dump_cells', 'keep_attrs', 'atomic_write', 'flush_all', 'NbDoc', 'write_lock']
 
 # %% ../nbs/03_document.ipynb #342b79ac
 import atexit, errno, hashlib, json, os, re, secrets, stat, sys, tempfile, threading, time, weakref
@@ -247,7 +247,8 @@ _autosaver = _Autosaver()
 _open_docs = weakref.WeakSet()
 
 @atexit.register
-def _flush_all():
+def flush_all():
+    "Save every open document's changes (at the process's exit)"
     for d in list(_open_docs):
         try: d.save()
         except Exception as e: print(f'headlesnb: could not save {d.path} at exit, so its last changes are lost: {e}', file=sys.stderr)

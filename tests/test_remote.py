@@ -540,7 +540,7 @@ def test_ctrl_c_of_serve_with_remote_kernels_is_quiet(tmp_path, jupyter_server):
         before = s.kernel_ids()
         with open(log, 'w') as out:
             p = subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', 'serve', '--root', str(root), '--port', str(port)],
-                                 env={**os.environ, 'JUPYTER_URL': s.url, 'JUPYTER_TOKEN': s.token}, stdout=out, stderr=subprocess.STDOUT)
+                                 env={**os.environ, 'JUPYTER_URL': s.url, 'JUPYTER_TOKEN': s.token, 'PYTHONFAULTHANDLER': '1'}, stdout=out, stderr=subprocess.STDOUT)
         http, end = httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=30), time.monotonic() + 30
         try:
             while True:
@@ -556,7 +556,11 @@ def test_ctrl_c_of_serve_with_remote_kernels_is_quiet(tmp_path, jupyter_server):
                 time.sleep(0.2)
             time.sleep(2)  # the cell sleeps
             p.send_signal(signal.SIGINT)
-            assert p.wait(30) == 130, log.read_text()
+            try: rc = p.wait(30)
+            except subprocess.TimeoutExpired:  # where it hangs: faulthandler prints every thread's stack on SIGABRT
+                p.send_signal(signal.SIGABRT); p.wait(10)
+                pytest.fail(f'run {i}: still running 30 s after Ctrl-C:\n{log.read_text()}')
+            assert rc == 130, log.read_text()
         finally:
             http.close()
             if p.poll() is None: p.kill(); p.wait()

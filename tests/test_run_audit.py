@@ -143,7 +143,9 @@ def test_nan_in_json_output_is_written_as_a_python3_kernel_sends_it(tmp_path):
         assert r.returncode == 0, r.stderr
         def bare(c): raise AssertionError(f'{k}: bare {c} in the .ipynb')
         nb = json.loads((tmp_path/f'{k}.ipynb').read_text(), parse_constant=bare)
-        assert nb['cells'][0]['outputs'][0]['data']['application/json'] == {'x': 'nan', 'y': ['-inf']}, k
+        outs = nb['cells'][0]['outputs']  # (a loaded machine's kernel may warn on stderr first: the display is what is checked)
+        shown = [o['data'] for o in outs if o['output_type'] == 'display_data']
+        assert shown == [{'application/json': {'x': 'nan', 'y': ['-inf']}}], (k, outs)
 
 def test_scrapbook_glue_finds_a_kernel_in_process(tmp_path):
     "scrapbook's `glue` warns 'No kernel detected' unless get_ipython().kernel is set, as ipykernel sets it"

@@ -251,11 +251,20 @@ def test_execution_timeout_fails_the_cell(tmp_path):
     assert r.returncode == 1 and 'cell 1 (id c0) failed: ExecutionTimeout' in r.stderr
     assert read(tmp_path / 'out.ipynb').cells[2].outputs[-1].ename == 'ExecutionTimeout'  # after the banner and the anchor
 
+def test_a_thread_a_cell_left_running_does_not_hold_the_finished_run(tmp_path):
+    "In-process, a thread a cell started (not a daemon) kept the process alive after the run was written: it never exited"
+    src = mk_nb(tmp_path / 'in.ipynb', 'import threading, time\nthreading.Thread(target=time.sleep, args=(600,), name="loader").start()\nprint("started")')
+    r = hb(src, tmp_path / 'out.ipynb', timeout=60)  # (without the bound: 600 s)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[-1].startswith("headlesnb: ended without waiting for threads still running 10s after the work was done"), r.stderr
+    assert r.stderr.rstrip().endswith(': loader'), r.stderr
+    assert texts(read(tmp_path / 'out.ipynb').cells[0]) == 'started\n'
+
 def test_a_cell_blocked_in_c_past_its_timeout_ends_an_in_process_run(tmp_path):
     src = mk_nb(tmp_path / 'in.ipynb', 'print("first")', 'import itertools\nsum(itertools.repeat(1, 10**12))', 'print("never")')
     r = hb(src, tmp_path / 'out.ipynb', '--timeout', '1')  # nothing in this process can stop that C loop: the watchdog kills it
     assert r.returncode == -signal.SIGKILL, r.stderr
-    assert r.stderr.splitlines()[-1].startswith('headlesnb: cell 2 (id c1) is still running 3s past its 1s timeout: it is blocked in C code')
+    assert r.stderr.splitlines()[-1].startswith('headlesnb: cell 2 (id c1) is still running 10s past its 1s timeout: it is blocked in C code')
     assert texts(read(tmp_path / 'out.ipynb').cells[0]) == 'first\n'  # the cells before it were written
     r = hb(src, tmp_path / 'out.ipynb', '--timeout', '1', '-k', 'python3')  # a kernel process is killed instead, and the run reports it
     assert r.returncode == 1 and 'cell 2 (id c1) failed: ExecutionTimeout' in r.stderr

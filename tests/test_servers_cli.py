@@ -8,7 +8,7 @@
 Servers are real subprocesses, stopped by PID at the end of each test (conftest's reaper).
 """
 import json, os, signal, socket, subprocess, sys, time
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 
 import anyio, httpx, psutil, pytest
@@ -25,14 +25,15 @@ def hb(*args, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, '-m', 'headlesnb.fronts.cli', *map(str, args)], env=ENV, cwd=REPO, text=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
-def wait_listening(proc, port:int, within:float=60):
+def wait_listening(proc, port:int, within:float=60, poll:float=0.1):
+    "Until `proc` itself listens on `port` (not another test's server that took the port meanwhile: a signal then came too early)"
     end = time.monotonic() + within
     while True:
         assert proc.poll() is None, f'the server exited ({proc.returncode}): {proc.stderr.read()}'
-        with socket.socket() as s:
-            if s.connect_ex(('127.0.0.1', port)) == 0: return
+        with suppress(psutil.NoSuchProcess):
+            if any(c.status == 'LISTEN' and c.laddr.port == port for c in psutil.Process(proc.pid).net_connections('tcp')): return
         assert time.monotonic() < end, f'nothing listens on port {port} after {within} s'
-        time.sleep(0.1)
+        time.sleep(poll)
 
 SERVERS = {'serve': lambda root, port: ('serve', '--root', root, '--port', port),
            'mcp-http': lambda root, port: ('mcp', '--root', root, '--transport', 'http', '--port', port)}
@@ -83,6 +84,40 @@ def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind, presses):
     assert p.returncode == 130 and 'Traceback' not in err, err
     assert err.strip().splitlines()[0].startswith(f'headlesnb {kind.split("-")[0]}: serving'), err  # where it served, said once
     with socket.socket() as s: assert s.connect_ex(('127.0.0.1', port)) != 0  # and the port is free again
+
+@pytest.mark.parametrize('kind', SERVERS)
+def test_ctrl_c_pressed_again_while_a_starting_server_ends_is_130(tmp_path, kind):
+    """The first press lands while the server still starts (its port listens before the engine is made), the next ones while
+    the process ends: still 130 and quiet (they killed it: status -2, in most rounds)"""
+    for i in range(4):
+        port = free_port()
+        p = hb(*SERVERS[kind](tmp_path, port))
+        wait_listening(p, port, poll=0.01)
+        for k in range(3):
+            if k: time.sleep(0.15)
+            p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 130 and 'Traceback' not in err, (i, p.returncode, err)
+
+def test_ctrl_c_ends_serve_whose_dialog_left_a_thread_running(tmp_path):
+    "A dialog's in-process cell started a thread (not a daemon) that runs on: Ctrl-C never ended the server; now 130, quiet, within the exit's bound"
+    import httpx
+    port = free_port()
+    p = hb('serve', '--root', tmp_path, '--port', port)
+    wait_listening(p, port)
+    with httpx.Client(base_url=f'http://127.0.0.1:{port}', timeout=60) as http:
+        end = time.monotonic() + 60
+        while http.get('/health').status_code != 200: assert time.monotonic() < end; time.sleep(0.1)
+        assert http.post('/create_dialog_', data={'name': 'd'}).status_code == 200
+        code = 'import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\nprint("started")'
+        r = http.post('/add_relative_', data=dict(dlg_name='d', content=code, msg_type='code', placement='at_end', run='true'))
+        assert r.status_code == 200, r.text
+        while 'started' not in str((cell := http.post('/read_msg_', data=dict(dlg_name='d', id_=r.json()['id'], n=0)).json()).get('output')):
+            assert time.monotonic() < end, cell; time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    try: out, err = p.communicate(timeout=60)  # (without the bound: 600 s)
+    except subprocess.TimeoutExpired: p.kill(); p.wait(); pytest.fail('still running 60 s after Ctrl-C')
+    assert p.returncode == 130 and err.strip().splitlines()[1:] == [], (p.returncode, err)
 
 def rpc(p, id_, method, **params):
     "One JSON-RPC request to a stdio MCP server, and its reply"

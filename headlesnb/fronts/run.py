@@ -106,7 +106,7 @@ def run_parser() -> argparse.ArgumentParser:
     a('--start-timeout', '--start_timeout', type=_limit, default=60, metavar='S', help='seconds to wait for the kernel to start; -1: no limit (default: 60)')
     a('--execution-timeout', '--timeout', dest='execution_timeout', type=_limit, default=None, metavar='S',
       help='seconds allowed per cell; the cell is interrupted and the run fails; -1: no limit (default: no limit). In-process, a cell '
-           'blocked in C code cannot be interrupted: the run is killed 3 s later (exit 137); -k python3 kills only its kernel')
+           'blocked in C code cannot be interrupted: the run is killed 10 s later (exit 137); -k python3 kills only its kernel')
     a('--report-mode', action=_OnOff, off=['--no-report-mode'], default=False, help='hide the input of code cells in the output (default: off)')
     a('--allow-errors', action='store_true', help='run every cell even after an error, no banner, exit 0 (default: stop at the first error)')
     a('--cells', metavar='SPEC', help="run only these cells, in notebook order: 0-based indices, ranges and ids, e.g. 0-3,7,id:ab12cd34 "

@@ -592,7 +592,7 @@ while True:
 
 class _Watchdog:
     "A helper process that kills this one if a cell is still running at its deadline (no thread here can run then)"
-    grace = 3.0  # seconds after the timeout for the interrupt to land
+    grace = 10.0  # seconds after the timeout for the interrupt to land (and its traceback to be made, on a busy machine)
     def __init__(self):
         self.p = subprocess.Popen([sys.executable, '-S', '-c', _WATCHDOG, str(os.getpid())], stdin=subprocess.PIPE)
     def arm(self, seconds:float, say:str): self._send(f'{seconds:g} {say}')

@@ -6,7 +6,7 @@
 __all__ = ['RemoteKernel']
 
 # %% ../../nbs/08_kernels.remote.ipynb #ccf70713
-import asyncio, functools, socket, threading, weakref
+import asyncio, socket, threading, weakref
 from contextlib import suppress
 from queue import Empty
 from urllib.parse import urlencode, quote
@@ -117,11 +117,24 @@ def _api(url:str, *parts) -> str: return url.rstrip('/') + '/api/' + '/'.join(qu
 _NOT_API = ("it is not the API of a Jupyter Server or Enterprise Gateway there. Check the address: the one `jupyter server list` prints, "
             "with the server's base path if it has one, without /lab")
 
+def _settle(fut, got, exc):
+    if fut.done(): return  # (its caller was cancelled)
+    if exc is None: fut.set_result(got)
+    else: fut.set_exception(exc)
+
 async def _blocking(fn, *args, **kw):
-    """`fn(*args, **kw)` in a thread, as `asyncio.to_thread`; on the loop itself once the interpreter's end has begun and no thread
-    starts any more (a server's shutdown may still be closing its kernels then), so that a kernel's close still deletes it"""
-    try: fut = asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args, **kw))
-    except RuntimeError: return fn(*args, **kw)  # (the executor takes no new work after the interpreter's shutdown began)
+    """`fn(*args, **kw)` on a daemon thread of its own, awaited. Not an executor's: the interpreter's exit waits for those,
+    so a server that stopped answering (a websocket that does not open for a minute) held the process after Ctrl-C. On the
+    loop itself once the interpreter's end has begun and no thread starts (a server's shutdown may still be closing its kernels
+    then), so that a kernel's close still deletes it"""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+    def call():
+        try: got, exc = fn(*args, **kw), None
+        except BaseException as e: got, exc = None, e
+        with suppress(RuntimeError): loop.call_soon_threadsafe(_settle, fut, got, exc)  # (a loop closed meanwhile: nobody waits)
+    try: threading.Thread(target=call, name='headlesnb-remote-call', daemon=True).start()
+    except RuntimeError: return fn(*args, **kw)
     return await fut
 
 class RemoteKernel(JupyterKernel):
