@@ -60,13 +60,16 @@ def _dispatch(argv:list) -> int:
 
 # %% ../../nbs/27_fronts.cli.ipynb #455054a5
 EXIT_GRACE = 10  # seconds a finished command's process has to end
+_exit_now = os._exit  # (taken before any notebook runs here: an in-process notebook's cells may replace it, and `Thread.start`)
 
 def command() -> int:
     """The `headlesnb` program: `main`, then the process ends within `EXIT_GRACE` s, whatever its exit would wait for: threads
     a notebook's cells left running in-process (a kernel process's end takes them with it) or a Jupyter server slow to answer"""
-    rc = main()
+    done, got = threading.Event(), []
     def end():
+        done.wait()
         time.sleep(EXIT_GRACE)
+        rc = got[0]
         held = [t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
         if rc != 130 and held:  # (after Ctrl-C the exit stays quiet)
             print(f"headlesnb: ended without waiting for threads still running {EXIT_GRACE}s after the work was done (started by "
@@ -75,9 +78,11 @@ def command() -> int:
         for s in (sys.stdout, sys.stderr):
             try: s.flush()
             except (OSError, ValueError): pass  # (a reader gone, a stream closed)
-        os._exit(rc)
-    threading.Thread(target=end, name='headlesnb-exit', daemon=True).start()
-    return rc
+        _exit_now(rc)
+    threading.Thread(target=end, name='headlesnb-exit', daemon=True).start()  # (before the notebooks run: see `_exit_now`)
+    got.append(main())
+    done.set()
+    return got[0]
 
 # %% ../../nbs/27_fronts.cli.ipynb #ea5396d5
 from fastcore.imports import in_notebook  # run as a script, not when a notebook runs this cell
