@@ -30,8 +30,9 @@ STOPPED = 10  # seconds: a blocked cell (60 s) ended by the stop, not by itself;
 def text(res) -> str: return '\n'.join(c.text for c in res.content if c.type == 'text')
 
 def check_timed_out(t:str, took:float, what:str, timeout:float=2):
-    "`t`, the answer to a run with `timeout`, says first, once, that it timed out and was interrupted, about then (1.5 s of slack: 2 shared cores)"
-    assert timeout - 0.5 <= took < timeout + 1.5, f'{what}: the timeout={timeout} run took {took:.2f} s: {t}'
+    """`t`, the answer to a run with `timeout`, says first, once, that it timed out and was interrupted: not before its timeout,
+    and well before its 60 s cell would end (how soon after is bench_interrupt's figure: CI's loaded cores took 2.6 s for 1 s)"""
+    assert timeout - 0.5 <= took < timeout + STOPPED, f'{what}: the timeout={timeout} run took {took:.2f} s: {t}'
     assert 'could not be interrupted' not in t and 'stuck' not in t, f'{what}: {t}'
     first = t.splitlines()[0]  # says how it stopped, once (the cell's own error output says it too, as Jupyter stores it)
     assert f'exceeded {timeout:g} seconds and was interrupted' in first and t.count(first) == 1, f'{what}: {t}'
