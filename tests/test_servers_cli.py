@@ -101,7 +101,6 @@ def test_ctrl_c_pressed_again_while_a_starting_server_ends_is_130(tmp_path, kind
 
 def test_ctrl_c_ends_serve_whose_dialog_left_a_thread_running(tmp_path):
     "A dialog's in-process cell started a thread (not a daemon) that runs on: Ctrl-C never ended the server; now 130, quiet, within the exit's bound"
-    import httpx
     port = free_port()
     p = hb('serve', '--root', tmp_path, '--port', port)
     wait_listening(p, port)
