@@ -129,6 +129,7 @@ def test_insert_edit_run_show_live(nb):
     t_edit = page.wait(lambda cs: cs[1]['source'] == 'b = 22  # from headlesnb', 'the edit')
     code = 'import time\nfor i in range(3):\n    print(f"line {i}", flush=True)\n    time.sleep(0.7)'
     nm.overwrite_cell_source(ins['id'], code)
+    assert nm.execute_cell(0)['status'] == 'ok'  # the kernel's start first: what is timed is the outputs, not the start
     r = nm.execute_cell(ins['id'], wait=0)  # the run goes on in the background
     assert r['status'] in ('queued', 'running')
     page.wait(lambda cs: cs[1]['prompt'] == '[*]:', 'the cell running')
@@ -151,9 +152,10 @@ def test_a_run_on_the_servers_kernel_shows_as_it_runs(nb, lab):
     nm = NotebookManager(lab.root, jupyter_url=lab.url, jupyter_token=lab.token, durable=True)
     try:
         nm.use_notebook('s', nb.name)
+        assert nm.execute_cell(0, timeout=90)['status'] == 'ok'  # the kernel's start first: the page shows [*] from the run's start, before its kernel answers
         nm.overwrite_cell_source(1, 'import time\nfor i in range(3):\n    print(f"step {i}", flush=True)\n    time.sleep(1)')
         r = nm.execute_cell(1, wait=0)
-        page.wait(lambda cs: cs[1]['prompt'] == '[*]:', 'the cell running (the kernel started)', timeout=90)
+        page.wait(lambda cs: cs[1]['prompt'] == '[*]:', 'the cell running')
         page.wait(lambda cs: 'step 0' in cs[1]['output'] and 'step 2' not in cs[1]['output'] and cs[1]['prompt'] == '[*]:',
                   'the first line printed while the cell still runs', timeout=LIVE + 1)
         end = time.monotonic() + 60
