@@ -1,5 +1,5 @@
 "Shared by the test suites: no process a test starts outlives it, free ports on 127.0.0.1, headless Chromium, and kernel helpers"
-import socket, threading, time
+import os, random, socket, threading, time
 from pathlib import Path
 import psutil, pytest
 
@@ -21,11 +21,28 @@ def reap_children():
         try: p.kill()
         except psutil.NoSuchProcess: pass
 
+def _port_share() -> range:
+    """The ports this test process draws from: below the kernel's ephemeral range (a client's connection takes its local port
+    there, so a port drawn from it can be taken before the server that was to listen on it starts), one share per xdist worker
+    (two workers never draw the same port)"""
+    try: low = int(Path('/proc/sys/net/ipv4/ip_local_port_range').read_text().split()[0])
+    except (OSError, ValueError, IndexError): low = 32768
+    first = 10000 if low > 12000 else 1024
+    n = max(1, int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1')))
+    w = int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0').removeprefix('gw') or 0) % n
+    size = (low - first) // n
+    return range(first + w * size, first + (w + 1) * size)
+
 def free_port() -> int:
-    "A port on 127.0.0.1 that nothing listens on now"
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+    "A port on 127.0.0.1 that nothing listens on now, and that no other test process nor a client's connection takes meanwhile"
+    share = _port_share()
+    for _ in range(100):
+        port = random.choice(share)
+        with socket.socket() as s:
+            try: s.bind(('127.0.0.1', port))
+            except OSError: continue
+            return port
+    raise RuntimeError(f'no free port on 127.0.0.1 among {share}')
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ mid-notebook), scrapbook reading our outputs; --cells, --skip-tag, --total-timeo
 import json, os, re, shutil, signal, socket, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
+from conftest import free_port
 from test_run_cli import KS, left_running, mk_nb  # a notebook file from cell sources, or (source, tags)
 
 HB = [sys.executable, '-m', 'headlesnb.fronts.cli', 'run']
@@ -13,10 +14,6 @@ def hb(*args, env=None, cwd=None, timeout=120):
     return subprocess.run([*HB, *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
 
 def texts(cell): return ''.join(o.get('text', '') for o in cell.get('outputs', []) if o['output_type'] == 'stream')
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 def wait_port(port:int, proc, what:str, timeout:float=30):
     end = time.monotonic() + timeout

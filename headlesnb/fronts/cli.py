@@ -69,7 +69,7 @@ def command() -> int:
     def end():
         done.wait()
         time.sleep(EXIT_GRACE)
-        rc = got[0]
+        rc = got[0] if got else 1
         held = [t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
         if rc != 130 and held:  # (after Ctrl-C the exit stays quiet)
             print(f"headlesnb: ended without waiting for threads still running {EXIT_GRACE}s after the work was done (started by "
@@ -80,8 +80,11 @@ def command() -> int:
             except (OSError, ValueError): pass  # (a reader gone, a stream closed)
         _exit_now(rc)
     threading.Thread(target=end, name='headlesnb-exit', daemon=True).start()  # (before the notebooks run: see `_exit_now`)
-    got.append(main())
-    done.set()
+    try: got.append(main())
+    except SystemExit as e:  # (a message: Python prints it, and exits with 1)
+        got.append(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
+        raise
+    finally: done.set()  # (a crash too: its traceback is printed before the exit waits for threads)
     return got[0]
 
 # %% ../../nbs/27_fronts.cli.ipynb #ea5396d5
