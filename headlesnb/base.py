@@ -755,6 +755,9 @@ def _end_run(self:BaseManager, it:Item, cid:str, res) -> dict:
                 ans = dict(id=cid, **run_info(res), index=None, stored=False, note='the cell was deleted while it ran, so its outputs were not stored')
             if (r := _RUN.get()) is not None: r._cell_ended(res)  # under the lock: the live writer never writes over it
     except ConflictError as e: ans['note'] = f'its outputs are in the notebook, not in its file: {e}'  # (`durable`: the write)
+    except NotFoundError:  # its item was closed while it ran (its kernel still starting: the close did not wait for it)
+        ans = dict(id=cid, **run_info(res), index=None, stored=False, note=f'its {self.kind} was closed while it ran, so its outputs were not stored')
+        if (r := _RUN.get()) is not None: r._cell_ended(res)
     else:
         if (err := getattr(it.doc, 'save_error', None)): ans['note'] = f'its outputs are in the notebook, not in its file: {err}'
     return ans

@@ -275,6 +275,25 @@ def test_a_notebooks_kernel_starts_in_its_folder_on_the_server(tmp_path, jupyter
 
 def run_text_of(answer) -> str: return ''.join(answer['outputs'][0]['data']['text/plain'])
 
+def test_a_notebook_closed_while_its_kernel_starts_ends_its_run_interrupted(jupyter_server):
+    """Closed while its run's kernel still starts on the server (the close does not wait for that): the run ends interrupted
+    before it ran, as a queued run closed does, not failed on the notebook it no longer finds; the file is as it was"""
+    from headlesnb import NotebookManager
+    s = jupyter_server
+    proj = s.root / 'closing'; proj.mkdir()
+    nm = NotebookManager(proj, jupyter_url=s.url, jupyter_token=s.token)
+    nm.use_notebook('n', 'n.ipynb', mode='create')
+    nm.insert_cell(0, 'code', 'print(1)')
+    r = nm.execute_cell(0, wait=0)
+    end = time.monotonic() + 10
+    while nm.get_run(r['run_id'])['status'] == 'queued' and time.monotonic() < end: time.sleep(0.005)
+    assert nm.get_run(r['run_id'])['status'] == 'running' and not nm.list_kernels()[0]['status'] == 'idle'  # its turn: the kernel starts
+    nm.close_all()
+    g = nm.get_run(r['run_id'], wait=30)
+    assert (g['status'], g['reason'], g['done']) == ('interrupted', 'interrupted before it ran', True), g
+    assert [o.get('evalue') for o in g['outputs']] in ([], ['The cell was interrupted before it ran.']), g
+    assert nbformat.read(proj / 'n.ipynb', as_version=4).cells[0].outputs == []
+
 
 def test_a_server_killed_mid_run_is_named(tmp_path):
     "The Jupyter server killed while a cell runs: the cell's error says the server at URL closed the connection (no empty `()`)"

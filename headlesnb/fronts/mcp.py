@@ -878,7 +878,7 @@ def run_header(what:str, r:dict, timeout:float, said:bool=False) -> str:
     elif r['status'] == 'timeout' and r.get('started') is not False: h += f": stopped after the {timeout:g} s timeout"
     if r.get('stuck') and not said: h += "; the code could not be stopped (blocked in C code?): restart_notebook (or restart the dialog's kernel) to go on"
     if r.get('started') is False:
-        h += "; its timeout ran out while it waited for the runs before it, so nothing ran" if r['status'] == 'timeout' else "; it was interrupted before its turn came, so nothing ran"
+        h += "; its timeout ran out while it waited for the runs before it, so nothing ran" if r['status'] == 'timeout' else "; it was interrupted before it started, so nothing ran"
     if r.get('note'): h += f"; {r['note']}"
     return h
 

@@ -773,7 +773,7 @@ def _unrun(self, shell, started:str) -> RunResult:
     self._let_go()
     with suppress(ValueError): RUNNING.remove(shell)
     shell._out = None
-    return RunResult([_error('KeyboardInterrupt', 'The cell was interrupted before it ran.')], None, 'interrupted', started, utc_now())
+    return RunResult([_error('KeyboardInterrupt', 'The cell was interrupted before it ran.')], None, 'interrupted', started, utc_now(), ran=False)
 
 @patch_to(InProcessKernel)
 def live_outputs(self) -> list:

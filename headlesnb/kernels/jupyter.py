@@ -250,7 +250,7 @@ async def _arun(self, code:str, timeout) -> RunResult:
                 self._exec = None
                 msg = 'The cell was interrupted before it ran.'
                 return RunResult([{'output_type': 'error', 'ename': 'KeyboardInterrupt', 'evalue': msg, 'traceback': [f'KeyboardInterrupt: {msg}']}],
-                                 None, 'interrupted', started, utc_now())
+                                 None, 'interrupted', started, utc_now(), ran=False)
             return await self._execute(client, py_body(code) if self.language == 'python' else code, timeout, ex)
         finally: self._lock.release()
     finally:

@@ -23,7 +23,7 @@ class RunResult:
     ended: str                   # ISO-8601 UTC, as Jupyter's `shell.execute_reply`
     stuck: bool = False          # the code could not be stopped (blocked in C): `restart()` recovers
     killed: bool = False         # the code could not be stopped, so its kernel was killed: variables and imports are lost
-    ran: bool = True             # False: it never started (it waited its whole timeout for the runs before it)
+    ran: bool = True             # False: its code never started (its timeout ran out while it waited for the runs before it, or it was interrupted first)
     payload: list = field(default_factory=list)          # as in Jupyter's execute_reply: pager text, `ask_exit`, ...
     display_updates: list = field(default_factory=list)  # updates to displays shown by earlier runs (kernels that cannot
                                                          # update those outputs in place): [{'execution_count', 'output_index', 'data', 'metadata'}]
