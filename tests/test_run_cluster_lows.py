@@ -38,7 +38,8 @@ def test_a_store_error_on_a_worker_says_which_worker(s3, scheduler, tmp_path):
 
 def test_start_timeout_is_kept_where_something_else_answers(tmp_path):
     """A web server at the address takes the connection and never answers as Dask does: the error comes as soon as where nothing
-    listens, within about --start-timeout (it took 2 s more). Both runs import Dask and wait the timeout, so load slows them alike"""
+    listens, within about --start-timeout (it took 2 s more). Both runs import Dask and wait the timeout, so load slows them alike;
+    each is timed twice, in turn, and the quicker taken (CI's busy cores once slowed one run 1.4 s more than the other)"""
     port, closed = free_port(), free_port()
     web = subprocess.Popen([sys.executable, '-m', 'http.server', str(port), '--bind', '127.0.0.1'], cwd=tmp_path,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -49,11 +50,12 @@ def test_start_timeout_is_kept_where_something_else_answers(tmp_path):
     try:
         wait_port(port, web, 'http.server')
         mk_nb(tmp_path / 'a.ipynb', 'print(1)')
-        (none, alone), (r, answered) = took(f'tcp://127.0.0.1:{closed}'), took(f'tcp://127.0.0.1:{port}')
+        runs = [took(f'tcp://127.0.0.1:{p}') for _ in range(2) for p in (closed, port)]
     finally: stop(web)
+    (none, alone), (r, answered) = (min(runs[i::2], key=lambda x: x[1]) for i in (0, 1))
     assert none.returncode == 2 and 'no Dask scheduler answered within 3s' in none.stderr, none.stderr
     assert r.returncode == 2 and 'did not answer as a Dask scheduler' in r.stderr, r.stderr
-    assert answered - alone < 1, (answered, alone)  # (about 0.3 s more here; it was 2 s more)
+    assert answered - alone < 1.2, [t for _, t in runs]  # (about 0.3 s more here; it was 2 s more)
 
 def test_a_port_out_of_range_is_refused_at_once(tmp_path):
     mk_nb(tmp_path / 'a.ipynb', 'print(1)')
