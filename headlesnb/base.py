@@ -913,7 +913,7 @@ class Run:
                 st = answer.get('status', 'ok')  # (a prompt's answer has none: it was answered, or it raised)
                 self.status = _STATUS.get(st, st)
                 if st == 'timeout': self.reason = 'timeout'
-                elif answer.get('started') is False: self.reason = 'interrupted before it ran'  # (in its turn, its kernel starting or started)
+                elif answer.get('started') is False: self.reason = self.reason or 'interrupted before it ran'  # (in its turn, its kernel starting or started; a restart says so)
                 self.execution_count = answer.get('execution_count', self.execution_count)
                 if self.kind in ('code', 'prompt'): self.done_outputs = answer.get('outputs') or []  # a cell's came with `_cell_ended`
                 self.note = answer.get('note', self.note)
