@@ -1106,14 +1106,16 @@ def run(self:DialogRunner):
     finally:
         kill_tree(process_tree([p.pid for p in list(self.procs)]), grace=0.5)
         self.llm.drop()  # its own connections: none stays open once it is finished
-        _LOCAL.pop(self.key, None); self.mgr.runners.pop(id, None)
         try: self.mgr.dialogs.unuse_dialog(self.name)
         except Exception: pass
         try:
             announce(self.mgr.root, st.load(id))
         except Exception: pass  # (telling people never fails an agent)
-        try: st.write(id, 'pid', '')  # its last step: nothing runs it any more (an abort from another process waits for this)
+        try: st.write(id, 'pid', '')  # nothing runs it any more (an abort from another process waits for this)
         except HeadlesnbError: pass
+        finally:  # last: `close_all` joins this thread until it wrote all of the above (a runner that took its place stays)
+            if _LOCAL.get(self.key) is self: _LOCAL.pop(self.key, None)
+            if self.mgr.runners.get(id) is self: self.mgr.runners.pop(id, None)
 
 # %% ../../nbs/16_agents.runners.ipynb #ab48bdbc
 @patch
