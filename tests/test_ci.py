@@ -38,3 +38,12 @@ def test_ci_script_makes_fresh_venvs_and_runs_the_readme_test_command():
     cmd = 'bash tests/setup.sh && nbdev-test && python -m pytest'
     assert cmd in readme and cmd in run, 'the README test command and .ci/run have drifted apart'
     assert run.index('bin/activate') < run.index(cmd), 'the test command must run inside the fresh venv'
+
+
+def test_a_failing_step_of_the_test_command_ends_ci():
+    "Bash's set -e does not end a script at a failure inside an && list (only at its last command): .ci/run's line must"
+    cmd = 'bash tests/setup.sh && nbdev-test && python -m pytest'
+    line = next(l for l in (ROOT / '.ci' / 'run').read_text().splitlines() if cmd in l)
+    for failing in ('false && true && true', 'true && false && true', 'true && true && false'):
+        r = subprocess.run(['bash', '-c', f'set -euo pipefail\n{line.replace(cmd, failing)}\necho went on'], capture_output=True, text=True)
+        assert r.returncode != 0 and 'went on' not in r.stdout, (failing, line)
