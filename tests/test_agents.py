@@ -319,6 +319,19 @@ def test_dead_tmux_session_is_marked_aborted(root):
         wait_for(lambda: not proc_start(p), what=f'process {p} to end')
 
 
+def test_a_tmux_that_cannot_tell_never_aborts_a_running_agent(root):
+    "A poll whose tmux fails (here: its socket path is too long to use; under load: a timeout) leaves the agent running"
+    am = AgentManager(root, tmux=True)
+    i = am.spawn('Sleep', agent='sleeper')
+    name = tmux_name('0', root)
+    wait_for(lambda: 'SLEEPING' in pane(name), what='the agent to start')
+    blind = root / ('x' * 120); blind.mkdir()
+    s = json.loads(hnb('poll', i, root=root, check=True, env={**os.environ, 'TMUX_TMPDIR': str(blind)}).stdout)
+    assert (s['status'], s['result']) == ('running', ''), s
+    assert json.loads(hnb('poll', i, root=root, check=True).stdout)['status'] == 'running' and name in tmux_sessions()
+    am.abort(i)
+
+
 def test_tui_in_tmux(root):
     "The terminal UI running in a real terminal (tmux): it shows the tree; x, y aborts the agent under the cursor"
     am = AgentManager(root, tmux=False)

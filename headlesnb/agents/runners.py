@@ -89,10 +89,14 @@ def tmux(*args, timeout:float=10, input:str|None=None) -> subprocess.CompletedPr
                                stdin=subprocess.DEVNULL if input is None else None)
     except (OSError, subprocess.TimeoutExpired) as e: return subprocess.CompletedProcess(['tmux', *args], 1, '', str(e))
 
-def tmux_sessions() -> set:
-    "Names of the tmux sessions alive now (empty when no tmux server runs)"
+_NO_SERVER = re.compile(r"no server running|error connecting to .* \((No such file or directory|Connection refused)\)|No such file or directory: 'tmux'")
+
+def tmux_sessions(known:bool=False) -> set|None:
+    """Names of the tmux sessions alive now (empty when no tmux server runs). When tmux cannot tell (it timed out under load,
+    or failed otherwise): empty, or None if `known` (for whoever would call an agent dead for want of its session)"""
     r = tmux('list-sessions', '-F', '#{session_name}')
-    return set(r.stdout.split()) if r.returncode == 0 else set()
+    if r.returncode == 0: return set(r.stdout.split())
+    return None if known and not _NO_SERVER.search(r.stderr) else set()
 
 def own_tmux(root, s:dict) -> str:
     """The tmux session of command agent `s` of the tree at `root`, as headlesnb names it (`tmux_name`); '' for a dialog agent,
@@ -644,7 +648,7 @@ def _young(s:dict, secs:float=30) -> bool:
 @patch
 def _check_alive(self:Runners, sessions) -> bool:
     "Finish or abort the live `sessions` whose worker is gone; True if any changed"
-    changed, names = False, None
+    changed, names = False, ...  # (tmux asked once, when a session needs it)
     for s in sessions:
         if s is None or s['status'] not in LIVE: continue
         id, d = s['id'], self.store.path(s['id'])
@@ -652,8 +656,8 @@ def _check_alive(self:Runners, sessions) -> bool:
         if s['runner'] == 'dialog' and s['host'] == 'thread' and s['pid'].split()[:1] == [str(os.getpid())]:
             alive, why = (str(self.root), id) in _LOCAL, 'the process running it lost it'
         elif (own := own_tmux(self.root, s)):
-            if names is None: names = tmux_sessions()
-            alive, why = own in names or (s['status'] == 'pending' and _young(s)), f"its tmux session {own} is gone"  # (running: its session was made)
+            if names is ...: names = tmux_sessions(known=True)
+            alive, why = names is None or own in names or (s['status'] == 'pending' and _young(s)), f"its tmux session {own} is gone"  # (running: its session was made; tmux could not tell: looked at again next time)
         elif (why := foreign_tmux(self.root, s)): alive = False
         elif s['pid']: alive, why = spec_alive(s['pid']), f"its process ({s['pid'].split()[0]}) is gone"
         else: alive, why = _young(s), 'it never started'
