@@ -647,12 +647,13 @@ def _young(s:dict, secs:float=30) -> bool:
 
 @patch
 def _check_alive(self:Runners, sessions) -> bool:
-    "Finish or abort the live `sessions` whose worker is gone; True if any changed"
+    """Finish or abort the live `sessions` whose worker is gone; True if any of them is no longer as the caller read it (ended by
+    this call, or by another process such as its minder a moment before: a transition that finds it ended already)"""
     changed, names = False, ...  # (tmux asked once, when a session needs it)
     for s in sessions:
         if s is None or s['status'] not in LIVE: continue
         id, d = s['id'], self.store.path(s['id'])
-        if (d / 'exit_status').exists(): changed |= self._finalize(s); continue
+        if (d / 'exit_status').exists(): self._finalize(s); changed = True; continue
         if s['runner'] == 'dialog' and s['host'] == 'thread' and s['pid'].split()[:1] == [str(os.getpid())]:
             alive, why = (str(self.root), id) in _LOCAL, 'the process running it lost it'
         elif (own := own_tmux(self.root, s)):
@@ -665,10 +666,11 @@ def _check_alive(self:Runners, sessions) -> bool:
             if own_tmux(self.root, s) and s['pid'] and not spec_alive(read_text(d / 'minder')) and not _young(s, 2):
                 self._start_minder(id)  # (its minder was killed: a new one goes on from the files)
             continue
-        if (d / 'exit_status').exists(): changed |= self._finalize(s); continue
+        changed = True
+        if (d / 'exit_status').exists(): self._finalize(s); continue
         if s['runner'] == 'dialog':  # nobody aborted it: its host died; its conversation is on disk, `resume` continues it
-            changed |= self.store.transition(id, 'interrupted', activity='', result=f"interrupted: {why} (headlesnb resume {id} continues it)")
-        else: changed |= self.store.transition(id, 'aborted', activity='', result=s['result'] or (foreign_result(self.root, s) if foreign_tmux(self.root, s) else f'aborted: {why}'))
+            self.store.transition(id, 'interrupted', activity='', result=f"interrupted: {why} (headlesnb resume {id} continues it)")
+        else: self.store.transition(id, 'aborted', activity='', result=s['result'] or (foreign_result(self.root, s) if foreign_tmux(self.root, s) else f'aborted: {why}'))
     if changed:
         for s in sessions:
             if s is not None: announce(self.root, self.store.load(s['id']))  # (once per event, whoever sees it first)
