@@ -278,6 +278,30 @@ reply = '● '
 
 
 
+def test_a_minder_whose_tmux_cannot_tell_keeps_watching(tmp_path, tmux_server, monkeypatch):
+    """A moment when tmux cannot answer (here: its socket path too long to use; under load: a timeout) does not end a
+    command agent's minder: it used to take the agent's pane for gone and stop, and nothing saw the agent's end until a poll"""
+    from headlesnb.agents.minder import Minder
+    (tmp_path / 'repl.py').write_text(REPL)
+    root = repo(tmp_path / 'p', f"""[agents.repl]
+command = [{PY}, {json.dumps(str(tmp_path / 'repl.py'))}]
+ready = '(?m)^>$'
+reply = '● '
+""")
+    am = AgentManager(root, tmux=True)
+    i = am.spawn('one line task', agent='repl')
+    wait_for(lambda: am.poll(i)['delivered'], what='the task delivered')
+    m = Minder(root, i)
+    blind = tmp_path / ('x' * 120); blind.mkdir()
+    with monkeypatch.context() as mp:
+        mp.setenv('TMUX_TMPDIR', str(blind))
+        assert m._step() is True  # watching on
+        assert am.store.load(i)['status'] == 'running'
+    assert m._step() is True  # tmux answers again: the agent's screen is read as before
+    r = am.wait([i], timeout=30)['results'][0]
+    assert (r['status'], r['result']) == ('done', 'got it')
+
+
 def test_minder_sees_the_end_of_a_cli_whose_pid_was_never_read(tmp_path, tmux_server):
     """A CLI that exits before its pane's pid is read (a fast failure on a loaded machine) leaves no pid: its minder
     then watches its tmux session, sees it gone, records the end and stops (it used to take the agent for running, for ever)"""

@@ -158,11 +158,11 @@ def _step(self:Minder) -> bool:
     if self.watching: scr = pane_text(self.name)
     elif s['pid']: scr = '' if spec_alive(s['pid']) else None  # (nothing on the screen to read: /proc says whether it runs)
     else: scr = pane_text(self.name)  # (no pid: the pane closed before its pid was read, so its session says whether it runs)
-    if scr is None:  # the session is gone: its exit is recorded (or it was killed)
+    if scr is None:  # the session is gone: its exit is recorded (or it was killed); or tmux could not tell, and it is looked at again
         time.sleep(0.2)  # (the launcher writes the exit status as the pane closes)
         self.mgr._check_alive([s])
-        announce(self.root, self.st.load(self.id), self.notify)
-        return False
+        announce(self.root, s := self.st.load(self.id), self.notify)
+        return s is not None and s['status'] in LIVE
     if not self.watching: announce(self.root, s, self.notify); return True  # (a hook's needs input or end)
     now = time.monotonic()
     if scr != self.last: self.last, self.since = scr, now
