@@ -72,6 +72,11 @@ def test_long_cell_answers_early_and_is_polled(tmp_path):
             assert 'step 1' in await ok(s, 'read_cell', cell_index=0)
             # list_runs and list_notebooks show the run going on
             assert rid in await ok(s, 'list_runs') and rid in await ok(s, 'list_notebooks')
+            # its notebook's runs, named as every other tool names a notebook (or as list_runs does); another's has none of them
+            assert rid in await ok(s, 'list_runs', notebook_name='nb') and rid in await ok(s, 'list_runs', name='nb')
+            await ok(s, 'use_notebook', notebook_name='other', mode='create')
+            assert rid not in await ok(s, 'list_runs', notebook_name='other')
+            await ok(s, 'use_notebook', notebook_name='nb')
 
             # interrupt by run id stops it within a second or two
             t0 = time.monotonic()
