@@ -258,8 +258,8 @@ time.sleep(600)
 '''
 
 
-def test_minder_killed_is_restarted(tmp_path, tmux_server):
-    "The minder of a command agent SIGKILLed: the next read of the tree starts a new one, which still sees the agent done"
+def repl_agent(tmp_path) -> tuple:
+    "A command agent in tmux whose CLI (`REPL`) has been typed its task: its project, manager and id"
     (tmp_path / 'repl.py').write_text(REPL)
     root = repo(tmp_path / 'p', f'''[agents.repl]
 command = [{PY}, {json.dumps(str(tmp_path / 'repl.py'))}]
@@ -269,6 +269,12 @@ reply = '● '
     am = AgentManager(root, tmux=True)
     i = am.spawn('one line task', agent='repl')
     wait_for(lambda: am.poll(i)['delivered'], what='the task delivered')
+    return root, am, i
+
+
+def test_minder_killed_is_restarted(tmp_path, tmux_server):
+    "The minder of a command agent SIGKILLed: the next read of the tree starts a new one, which still sees the agent done"
+    root, am, i = repl_agent(tmp_path)
     old = am.store.read(i, 'minder').split()[0]
     os.kill(int(old), signal.SIGKILL)
     wait_for(lambda: not proc_start(int(old)), what='the minder to die')
@@ -277,20 +283,11 @@ reply = '● '
     assert (r['status'], r['result']) == ('done', 'got it')
 
 
-
 def test_a_minder_whose_tmux_cannot_tell_keeps_watching(tmp_path, tmux_server, monkeypatch):
     """A moment when tmux cannot answer (here: its socket path too long to use; under load: a timeout) does not end a
     command agent's minder: it used to take the agent's pane for gone and stop, and nothing saw the agent's end until a poll"""
     from headlesnb.agents.minder import Minder
-    (tmp_path / 'repl.py').write_text(REPL)
-    root = repo(tmp_path / 'p', f"""[agents.repl]
-command = [{PY}, {json.dumps(str(tmp_path / 'repl.py'))}]
-ready = '(?m)^>$'
-reply = '● '
-""")
-    am = AgentManager(root, tmux=True)
-    i = am.spawn('one line task', agent='repl')
-    wait_for(lambda: am.poll(i)['delivered'], what='the task delivered')
+    root, am, i = repl_agent(tmp_path)
     m = Minder(root, i)
     blind = tmp_path / ('x' * 120); blind.mkdir()
     with monkeypatch.context() as mp:
