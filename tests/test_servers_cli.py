@@ -130,12 +130,13 @@ def stdio_mcp(root) -> subprocess.Popen:
     return p
 
 def ended_by_ctrl_c(p) -> str:
-    "SIGINT with stdin still open, as a client (or a terminal) keeps it: the server ends quietly with 130 within about a second"
+    """SIGINT with stdin still open, as a client (or a terminal) keeps it: the server ends quietly with 130 within seconds (about
+    one on an idle machine; 3.0 s seen on CI with two test workers), not once its stdin closes, nor after the 5 s a SIGTERM gets"""
     p.send_signal(signal.SIGINT)
     t = time.monotonic()
     try: p.wait(10)
     except subprocess.TimeoutExpired: p.kill(); p.wait(); pytest.fail('still running 10 s after Ctrl-C')
-    assert time.monotonic() - t < 3, f'Ctrl-C took {time.monotonic() - t:.1f} s'
+    assert time.monotonic() - t < 5, f'Ctrl-C took {time.monotonic() - t:.1f} s'
     out, err = p.stdout.read(), p.stderr.read()
     p.stdin.close()
     assert p.returncode == 130 and 'Traceback' not in err and out == '', (p.returncode, out, err)
