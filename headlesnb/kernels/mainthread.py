@@ -112,10 +112,13 @@ def serve_beside(run) -> list:
         MAIN.stopping = True  # at once, before the cell this interrupted has ended: a run waiting for its turn must not start then
         got.append(signum); todo.put(signum)
     server = threading.Thread(target=target, name='headlesnb-server', daemon=True)
-    server.start()  # (a signal before the handlers are in has its usual effect: Ctrl-C raises KeyboardInterrupt here)
-    threading.Thread(target=relay, name='headlesnb-signals', daemon=True).start()
+    # the handlers go in before the threads start: Ctrl-C in `Thread.start`'s wait can land between its Condition's release and
+    # its `try`, and the `with` around it then fails with 'release unlocked lock' rather than KeyboardInterrupt
     host = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try: MAIN.serve(lambda: not server.is_alive() or 'forced' in box)
+    try:
+        server.start()
+        threading.Thread(target=relay, name='headlesnb-signals', daemon=True).start()  # (a signal already come waits in `todo`)
+        MAIN.serve(lambda: not server.is_alive() or 'forced' in box)
     finally:
         for s, h in host.items(): signal.signal(s, h)
         todo.put(None)
