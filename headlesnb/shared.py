@@ -652,7 +652,7 @@ def save(self:SharedDoc, force:bool=False) -> bool:
     elif self._file_gone(): self._moved()  # (deleted: it answers success, or failed, saving to no file)
     if self.gone: raise ConflictError(self.gone)
     if not self.shared: return NbDoc.save(self, force)
-    if status not in ('success', 'skipped'): raise ConflictError(f"the Jupyter server could not save {self.path.name} ({status}): see its log")
+    if status != 'success': raise ConflictError(f"the Jupyter server could not save {self.path.name} ({status}): see its log")
     self._saved = max(self._saved, v)
     return True
 
@@ -665,7 +665,16 @@ def _file_gone(self:SharedDoc) -> bool:
 
 @patch
 def _ask_save(self:SharedDoc, timeout:float=ACK_TIMEOUT) -> str:
-    "Ask the server to save the room's document now (jupyter-collaboration's 'save' message); its answer: success, skipped, failed, lost or timeout"
+    """Ask the server to save the room's document now (jupyter-collaboration's 'save' message); its answer: success, failed, lost or
+    timeout. It answers 'skipped' having saved nothing, while its room applies an update or still loads the file: asked again then"""
+    end = time.monotonic() + timeout
+    while (status := self._ask_save_once(timeout)) == 'skipped':
+        if (timeout := end - time.monotonic()) <= 0: return 'timeout'
+        time.sleep(min(0.05, timeout))
+    return status
+
+@patch
+def _ask_save_once(self:SharedDoc, timeout:float) -> str:
     f = concurrent.futures.Future()
     with self._cv: self._nsave = sid = getattr(self, '_nsave', 0) + 1
     self._saves[sid] = f
@@ -674,7 +683,7 @@ def _ask_save(self:SharedDoc, timeout:float=ACK_TIMEOUT) -> str:
     except concurrent.futures.TimeoutError: self._saves.pop(sid, None); return 'timeout'
     if status == 'lost' and self._down:  # the connection dropped: asked again once it is joined again
         with self.lock: self._rejoin()
-        if self.shared and not self.lost: return self._ask_save(timeout)
+        if self.shared and not self.lost: return self._ask_save_once(timeout)
     return status
 
 @patch
