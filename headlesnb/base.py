@@ -61,6 +61,7 @@ class BaseManager:
         self._items, self._lock = {}, threading.RLock()
         self._host_active, self._chosen = None, weakref.WeakKeyDictionary()  # the active item: the host's, and each `Client`'s (see `active`)
         self._runs, self._live, self.live_every = {}, None, LIVE_EVERY  # runs by id (see `Run`); the thread writing outputs as they come
+        self._going, self._held = {}, 0  # of those, the runs not ended (by id); the characters the ended ones hold (see `_run_ended`)
         self.run_listeners = []  # called with each run that outlived its call when it ends (to tell someone)
         self.peers = []  # other managers over the root (the Engine's): a file one of them holds open is not opened here too
 
@@ -270,29 +271,30 @@ def _roll_back(self:BaseManager, it:Item, marks, done) -> bool:
 
 @patch
 def _seen_deleted(self:BaseManager, it:Item):
-    "Note whether item `it`'s file was deleted by someone else (its folder still there): the next answer says so (`_deleted_notice`)"
+    """Note whether item `it`'s file was deleted by someone else (its folder still there), as its document's last look at the disk
+    saw it: the next answer says so (`_deleted_notice`)"""
     if getattr(it.doc, 'shared', False) or getattr(it.doc, 'gone', False): return  # (a document a Jupyter server holds tells of that itself)
-    if os.path.lexists(it.path) or not it.path.parent.is_dir(): it.state.pop('deleted', None)
+    if not it.doc.deleted or not it.path.parent.is_dir(): it.state.pop('deleted', None)  # (its folder gone: the next save says so)
     elif 'deleted' not in it.state: it.state['deleted'] = 'untold'
 
 @patch
 def _deleted_notice(self:BaseManager, it:Item) -> str|None:
     "What no answer said yet about item `it`'s file deleted by someone else: that we still hold it, or that a change wrote it again"
-    where, state = f"{self.kind} {it.name!r} ({self.rel(it.path)})", it.state.get('deleted')
+    state = it.state.get('deleted')
+    if state not in ('untold', 'rewritten'): return None  # (every answer asks: the path is not worked out for nothing)
+    where = f"{self.kind} {it.name!r} ({self.rel(it.path)})"
     if state == 'untold':
         it.state['deleted'] = 'told'
         return (f"{where} was deleted by someone else: headlesnb still holds it, and its next change writes the file again from what "
                 f"headlesnb holds (unuse_{self.kind} it to let the file go)")
-    if state == 'rewritten':
-        it.state['deleted'] = 'written'
-        return f"{where} had been deleted by someone else: this change wrote it again, from what headlesnb held"
-    return None
+    it.state['deleted'] = 'written'  # ('rewritten')
+    return f"{where} had been deleted by someone else: this change wrote it again, from what headlesnb held"
 
 @patch
 def _drop_waiting(self:BaseManager, it:Item) -> int:
     "Empty item `it`'s run queue and end its runs that wait for their turn (see `Run.waits_turn`: interrupted before they ran); how many of both"
     queued, it.state['queue'] = len(it.state['queue']), []
-    with self._lock: rs = [r for r in self._runs.values() if r.name == it.name and not r.over and r.waits_turn()]
+    with self._lock: rs = [r for r in self._going.values() if r.name == it.name and not r.over and r.waits_turn()]
     for r in rs: r.stop_asked = True; r._drop()
     return queued + len(rs)
 
@@ -327,10 +329,12 @@ def _follow_file(self:BaseManager, it:Item, strict:bool=True) -> bool:
     edits, or none but running cells' outputs so far (the live writer writes them again: nothing is lost); with other
     unsaved edits, ConflictError (`strict`). True if read again (see `_read_again`: the next answer says so)"""
     doc = it.doc
-    if hasattr(doc, 'changed_on_disk'): self._seen_deleted(it)  # (an `NbDoc`)
     live_only = (hasattr(doc, 'changed_on_disk') and doc.dirty and doc.version == it.state.get('live_version'))
-    if live_only and doc.changed_on_disk(): doc.reload()
-    elif not doc.sync(strict=strict): return False
+    try:
+        if live_only and doc.changed_on_disk(): doc.reload()
+        elif not doc.sync(strict=strict): return False
+    finally:
+        if hasattr(doc, 'changed_on_disk'): self._seen_deleted(it)  # (an `NbDoc`: from the look just taken)
     self._read_again(it, 'it was changed on disk by someone else', tell=True)
     return True
 
@@ -863,6 +867,7 @@ class Run:
         self.kernel, self.cell_id, self.execution_count = None, cell_id, None
         self.done_outputs, self.stop_asked, self.listeners, self.over = [], False, [], False
         self.size = 0  # characters its outputs hold once it ended (what it keeps in memory)
+        self._kept = 0  # of those, what its manager counts (see `_run_ended`)
         self.note = None  # what the run's status does not say (its outputs could not be saved, its notebook was closed)
         self.held_by = None  # dropped while its kernel waited for another's cell: that kernel (its thread holds the item's turn till then)
         self.future = concurrent.futures.Future()  # its answer (or failure), for asyncio and thread waiters alike
@@ -924,7 +929,7 @@ class Run:
                                    "or give the notebook kernel='python3'")
             self.reason = reason or self.reason
             self.size = sum(map(_output_size, self.done_outputs))
-        self.mgr._forget_old_runs()
+        self.mgr._run_ended(self)
         if failure is None: self.future.set_result(answer)
         else: self.future.set_exception(failure)
         for f in list(self.listeners):
@@ -944,6 +949,7 @@ class Run:
                 self.answer = {**self.answer, 'outputs': []}
                 (f := concurrent.futures.Future()).set_result(self.answer)
                 self.future = f
+        with self.mgr._lock: self.mgr._held -= self._kept; self._kept = 0
 
     def outputs(self) -> list:
         "Its outputs so far: every ended cell's, then what the running one has shown"
@@ -1021,22 +1027,28 @@ def _new_run(self:BaseManager, name, kind:str, cell_id:str|None=None) -> Run:
     "A run of item `name`, known to `get_run`/`list_runs` from now on; refused while `RUN_QUEUE_MAX` of its runs wait for their turn"
     r = Run(self, self.item(name).name, kind, cell_id)
     with self._lock:
-        queued = [q.id for q in self._runs.values() if q.name == r.name and q.status == 'queued' and not q.over]
+        queued = [q.id for q in self._going.values() if q.name == r.name and q.status == 'queued' and not q.over]
         if len(queued) >= RUN_QUEUE_MAX:
             raise ConflictError(f"{self.kind} {r.name!r} has {len(queued)} runs waiting for their turn ({', '.join(queued[:3])}, ...): "
                                 "wait for them (list_runs), or interrupt them, before starting more")
-        self._runs[r.id] = r
+        self._runs[r.id] = self._going[r.id] = r
     return r
 
 @patch
-def _forget_old_runs(self:BaseManager):
-    """Forget the oldest ended runs past `RUN_KEEP` (in batches), and let the outputs of older ended runs go once newer ones hold
-    `RUN_OUTPUTS_KEPT` characters: a server that runs cells printing megabytes keeps a bounded share of them"""
+def _run_ended(self:BaseManager, r:Run):
+    """Run `r` ended, holding its outputs. Forget the oldest ended runs past `RUN_KEEP` (in batches), and let the outputs of older
+    ended runs go once newer ones hold `RUN_OUTPUTS_KEPT` characters: a server that runs cells printing megabytes keeps a bounded
+    share of them. What they hold is counted as runs end and go, so that a run's end need not look at every run kept"""
     with self._lock:
-        ended = [r for r in self._runs.values() if r.over]
+        self._going.pop(r.id, None)
+        if self._runs.get(r.id) is r: r._kept = r.size; self._held += r._kept
         if len(self._runs) > 2 * RUN_KEEP:
-            for r in ended[:max(0, len(ended) - RUN_KEEP)]: del self._runs[r.id]
-    if sum(r.size for r in ended) <= RUN_OUTPUTS_KEPT: return  # (the common case: no sort at each run's end)
+            ended = [x for x in self._runs.values() if x.over]
+            for x in ended[:max(0, len(ended) - RUN_KEEP)]:
+                del self._runs[x.id]
+                self._held -= x._kept; x._kept = 0
+        if self._held <= RUN_OUTPUTS_KEPT: return  # (the common case: no sort at each run's end)
+        ended = [x for x in self._runs.values() if x.over]
     held, now = 0, time.monotonic()
     for i, r in enumerate(sorted(ended, key=lambda r: r._t1 or 0, reverse=True)):  # newest first: the newest always keeps its own
         held += r.size
@@ -1048,12 +1060,12 @@ def _forget_old_runs(self:BaseManager):
 @patch
 def _busy_cells(self:BaseManager, name:str) -> set:
     "The ids of item `name`'s cells running now"
-    with self._lock: return {r.cell_id for r in self._runs.values() if r.name == name and r.status == 'running' and r.cell_id}
+    with self._lock: return {r.cell_id for r in self._going.values() if r.name == name and r.status == 'running' and r.cell_id}
 
 @patch
 def _running_ids(self:BaseManager, name:str, before:Run) -> list:
     "The runs of item `name` started before `before` that have not ended (what it waits for)"
-    with self._lock: rs = list(self._runs.values())
+    with self._lock: rs = list(self._going.values())
     return [r.id for r in rs[:rs.index(before)] if r.name == name and not r.over] if before in rs else []
 
 @patch
@@ -1067,7 +1079,7 @@ def _ahead(self:BaseManager, r:Run) -> list:
 @patch
 def _process_ids(self:BaseManager, kernel) -> list:
     "The runs of other kernels whose cells run now (what a run of `kernels.kernel` waiting for its turn in the process waits for)"
-    with self._lock: rs = list(self._runs.values())
+    with self._lock: rs = list(self._going.values())
     return [r.id for r in rs if not r.over and r.status == 'running' and (k := r.kernel) is not None and k is not kernel and not k.waiting]
 
 @patch
@@ -1214,7 +1226,7 @@ def _live_loop(self:BaseManager):
     due = {}  # run id -> when its outputs are next written
     while True:
         with self._lock:
-            rs = [r for r in self._runs.values() if not r.over]
+            rs = [r for r in self._going.values() if not r.over]
             if not rs: self._live = None; return  # the next run starts another
         now, nxt = time.monotonic(), []
         for r in rs:
@@ -1248,7 +1260,7 @@ def _write_live(self:BaseManager, r:Run):
 def flush_live(self:BaseManager, name:str|None=None):
     "Bring the outputs so far of item `name`'s running cell into its document now (a read shows them at once)"
     nm = self.item(name).name
-    with self._lock: rs = [r for r in self._runs.values() if r.name == nm and not r.over]
+    with self._lock: rs = [r for r in self._going.values() if r.name == nm and not r.over]
     for r in rs: self._write_live(r)
 
 
@@ -1306,7 +1318,7 @@ def _wait_idle(self:BaseManager, name, timeout:float=30) -> bool:
 def _interrupt(self:BaseManager, name, clear_queue:bool=True) -> dict:
     "Stop the cell running in the item's kernel (and drop its run queue)"
     it = self.item(name)
-    with self._lock: mine = [r for r in self._runs.values() if r.name == it.name and not r.over]
+    with self._lock: mine = [r for r in self._going.values() if r.name == it.name and not r.over]
     dropped = self._drop_waiting(it) if clear_queue else 0  # runs waiting their turn never start: ended now
     running = [r for r in mine if not r.over and r.status == 'running']
     for r in running: r.stop_asked = True  # one whose kernel is still starting stops before its code runs
@@ -1322,7 +1334,7 @@ def _restart(self:BaseManager, name) -> dict:
     it = self.item(name)
     self._drop_waiting(it)
     with self._lock:
-        for r in self._runs.values():
+        for r in self._going.values():
             if r.name == it.name and not r.over: r.reason = 'its kernel was restarted'  # (else it read as an interrupt of its own)
     k = it.kernel
     if k is not None and k.waiting: self._let_go(it)

@@ -279,6 +279,7 @@ class NbDoc:
         self._dir, self._dfd, self._dir_mu = None, None, threading.Lock()  # the folder's (st_dev, st_ino) and a descriptor of it, pinned at the first look
         self._folder = None  # the `_FolderSync` of that folder, shared with every document there
         self._may = None  # what `may_change` saw when the file last passed its check
+        self.deleted = False  # the last look (`changed_on_disk`) found no file, and its folder there: someone else deleted it
         _open_docs.add(self)
 
     @classmethod
@@ -492,8 +493,9 @@ def _changed(self:NbDoc) -> bool:
     "`changed_on_disk`, holding `_disk_lock`"
     sig, ours = self._disk
     try: dfd = self._open_dir(check=False)
-    except FileNotFoundError: return False  # its folder is gone: the next save reports it
+    except FileNotFoundError: self.deleted = False; return False  # its folder is gone: the next save reports it
     st = self._lstat(dfd)
+    self.deleted = st is None
     if st is None or _sig(st) == sig: return False  # deleted (our next save writes it back), or untouched
     d = self._read(dfd, st)
     if d == ours:  # touched but not changed

@@ -75,7 +75,7 @@ class NotebookManager(BaseManager):
 
     def _info(self, it) -> dict:
         k = it.kernel
-        with self._lock: going = [r.id for r in self._runs.values() if r.name == it.name and not r.over]
+        with self._lock: going = [r.id for r in self._going.values() if r.name == it.name and not r.over]
         d = dict(name=it.name, path=self.rel(it.path), cells=len(it.doc.cells), active=self.active == it.name,
                  dirty=it.doc.dirty, kernel='not started' if k is None else k.state, runs=going)
         if getattr(it.doc, 'shared', False): d['shared'] = True  # edited through the Jupyter server's shared document
@@ -229,7 +229,7 @@ def delete_cell(self:NotebookManager, cell_indices, include_source:bool=True, no
                      **(dict(source=it.doc.cells[i]['source']) if include_source else {})) for i in pos]
         it.history.apply(it.doc, DeleteCells([g['id'] for g in gone], f'delete {len(gone)} cell(s)'))
         ids = {g['id'] for g in gone}
-        with self._lock: going = [dict(run_id=r.id, id=r.cell_id) for r in self._runs.values() if r.name == it.name and not r.over and r.cell_id in ids]
+        with self._lock: going = [dict(run_id=r.id, id=r.cell_id) for r in self._going.values() if r.name == it.name and not r.over and r.cell_id in ids]
         return dict(deleted=gone, total=len(it.doc.cells), **({'running': going} if going else {}))  # (their runs go on: said, not hidden)
 
 @patch
