@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['kernel_name', 'jupyter_url', 'as_argparse', 'check_kernel_installed', 'add_kernel_args', 'add_remote_args', 'bind',
-           'run_quietly', 'check_server_access', 'port_number', 'positive_seconds', 'output_limit', 'folder',
-           'workspace_name']
+           'by_ctrl_c', 'run_quietly', 'check_server_access', 'port_number', 'positive_seconds', 'output_limit',
+           'folder', 'workspace_name']
 
 # %% ../../nbs/21_fronts.options.ipynb #6307fa72
 import argparse, errno, os, re, signal, socket, sys, threading
@@ -77,16 +77,25 @@ def bind(prog:str, host:str, port:int) -> socket.socket:
         why = 'is already in use (another server?): pick another with --port' if e.errno == errno.EADDRINUSE else f'cannot be used: {e.strerror or e}'
         sys.exit(f"{prog}: {host} port {port} {why}")
 
+def by_ctrl_c(e:BaseException) -> bool:
+    """Whether `e` is Ctrl-C's: a KeyboardInterrupt, or the RuntimeError one leaves in a `threading.Condition` (CPython's `wait`
+    can be interrupted between its lock's release and its `try`; the `with` around it then fails with 'release unlocked lock')"""
+    return isinstance(e, KeyboardInterrupt) or isinstance(e, RuntimeError) and isinstance(e.__context__, KeyboardInterrupt)
+
 def run_quietly(run) -> int:
     """Run a server until it stops; Ctrl-C ends it quietly with 130, as an interrupted program's exit status. Called on
     the main thread, the server runs in a thread of its own and the main thread runs the in-process cells (`serve_beside`)"""
     if threading.current_thread() is not threading.main_thread():
         try: run()
-        except KeyboardInterrupt: return 130
+        except (KeyboardInterrupt, RuntimeError) as e:
+            if not by_ctrl_c(e): raise
+            return 130
         return 0
     from headlesnb.kernels.mainthread import serve_beside
     try: got = serve_beside(run)
-    except KeyboardInterrupt: got = [signal.SIGINT]
+    except (KeyboardInterrupt, RuntimeError) as e:
+        if not by_ctrl_c(e): raise
+        got = [signal.SIGINT]
     if signal.SIGINT in got: signal.signal(signal.SIGINT, signal.SIG_IGN)  # ending because of it: a further Ctrl-C would kill the exit (status -2, not 130)
     if signal.SIGTERM in got:  # stopped cleanly; the process ends as SIGTERM ends it, as before
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
