@@ -7,7 +7,7 @@ __all__ = ['IMAGE_TYPES', 'UNSHOWABLE', 'PAGES', 'PATTERN_MAX', 'SEARCH_SECONDS'
            'strip_ansi', 'join_text', 'utf8_ok', 'name_ok', 'shown_name', 'release_memory', 'digits', 'escaped',
            'utf8_safe', 'redact', 'shown_url', 'jupyter_address', 'estimate_tokens', 'id_list', 'check_int',
            'check_str', 'text_diff', 'utc_now', 'SafePattern', 'content_hash', 'check_hash', 'hash_list',
-           'die_with_parent', 'read_regular']
+           'die_with_parent', 'by_ctrl_c', 'read_regular']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
 import ctypes, errno, functools, gc, hashlib, os, re, stat, sys, time
@@ -262,6 +262,13 @@ def die_with_parent(parent:int|None=None):
         prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
         if os.getppid() != parent: os._exit(1)  # the parent died before the line above
     return setup
+
+# %% ../nbs/01_utils.ipynb #105d5bf8
+def by_ctrl_c(e:BaseException) -> bool:
+    """Whether `e` is Ctrl-C's: a KeyboardInterrupt, or the RuntimeError one leaves in a `threading.Condition` (CPython's `wait`
+    can be interrupted between its lock's release and its `try`; the `with` around it then fails with 'release unlocked lock')"""
+    return isinstance(e, KeyboardInterrupt) or isinstance(e, RuntimeError) and isinstance(e.__context__, KeyboardInterrupt)
+
 
 # %% ../nbs/01_utils.ipynb #6732f5c4
 def read_regular(path, size:int=-1, dir_fd:int|None=None, flags:int=0, tail:bool=False) -> bytes:

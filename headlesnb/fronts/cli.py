@@ -8,7 +8,7 @@ __all__ = ['EXIT_GRACE', 'main', 'command']
 # %% ../../nbs/27_fronts.cli.ipynb #47644fad
 import argparse, os, signal, sys, threading, time
 import headlesnb
-from .options import by_ctrl_c
+from ..utils import by_ctrl_c
 
 # %% ../../nbs/27_fronts.cli.ipynb #21a05ef4
 def _parser():

@@ -4,11 +4,12 @@
 
 # %% auto #0
 __all__ = ['kernel_name', 'jupyter_url', 'as_argparse', 'check_kernel_installed', 'add_kernel_args', 'add_remote_args', 'bind',
-           'by_ctrl_c', 'run_quietly', 'check_server_access', 'port_number', 'positive_seconds', 'output_limit',
-           'folder', 'workspace_name']
+           'run_quietly', 'check_server_access', 'port_number', 'positive_seconds', 'output_limit', 'folder',
+           'workspace_name']
 
 # %% ../../nbs/21_fronts.options.ipynb #6307fa72
 import argparse, errno, os, re, signal, socket, sys, threading
+from ..utils import by_ctrl_c
 
 # %% ../../nbs/21_fronts.options.ipynb #80b6c0dd
 def _in_kernel_folder(name:str) -> bool:
@@ -76,11 +77,6 @@ def bind(prog:str, host:str, port:int) -> socket.socket:
     except OSError as e:
         why = 'is already in use (another server?): pick another with --port' if e.errno == errno.EADDRINUSE else f'cannot be used: {e.strerror or e}'
         sys.exit(f"{prog}: {host} port {port} {why}")
-
-def by_ctrl_c(e:BaseException) -> bool:
-    """Whether `e` is Ctrl-C's: a KeyboardInterrupt, or the RuntimeError one leaves in a `threading.Condition` (CPython's `wait`
-    can be interrupted between its lock's release and its `try`; the `with` around it then fails with 'release unlocked lock')"""
-    return isinstance(e, KeyboardInterrupt) or isinstance(e, RuntimeError) and isinstance(e.__context__, KeyboardInterrupt)
 
 def run_quietly(run) -> int:
     """Run a server until it stops; Ctrl-C ends it quietly with 130, as an interrupted program's exit status. Called on
