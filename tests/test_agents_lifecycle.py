@@ -383,6 +383,34 @@ def test_merge_waits_for_the_cli(tmp_path, tmux_server):
     assert name not in tmux_sessions() and 'merged scope/0 into main' in r.stdout
 
 
+def test_a_tmux_that_cannot_tell_never_lets_a_running_clis_files_be_merged_or_removed(tmp_path, tmux_server, monkeypatch):
+    """Whether a finished agent's CLI still runs is asked of tmux. When tmux cannot answer (here: its socket path is too long to
+    use; under load: a timeout), merge (even with --stop) and cleanup refuse, saying so, and change nothing: the CLI may still
+    write files. Before, a tmux that could not answer counted as no session, and the merge went ahead"""
+    root = repo(tmp_path / 'p', f'[agents.sleeper]\ncommand = [{PY}, {json.dumps(str(FAKE))}, "sleep"]\n')
+    am = AgentManager(root, tmux=True)
+    i = am.spawn('sleep', agent='sleeper', worktree=True)
+    name = am.poll(i)['tmux']
+    wait_for(lambda: 'SLEEPING' in pane(name), what='the agent to run')
+    assert am.store.transition(i, 'done', result='finished, says the hook')
+    head = git('rev-parse', 'HEAD', cwd=root)
+    blind = tmp_path / ('x' * 120); blind.mkdir()
+    for stop in ([], ['--stop']):
+        r = hnb('merge', i, *stop, root=root, env={**os.environ, 'TMUX_TMPDIR': str(blind)})
+        assert r.returncode == 1 and f"cannot tell whether agent {i}'s CLI still runs (tmux session {name})" in r.stderr, r.stderr
+        assert 'tmux could not list its sessions' in r.stderr and 'Traceback' not in r.stderr
+        assert git('rev-parse', 'HEAD', cwd=root) == head and not am.poll(i)['merged'] and name in tmux_sessions()
+    am.store.write(i, 'merged', head)  # (marked merged while its CLI runs: cleanup must keep the worktree it may still write in)
+    wt = root / am.poll(i)['worktree']
+    monkeypatch.setenv('TMUX_TMPDIR', str(blind))
+    kept = {k['id']: k['why'] for k in am.cleanup()['kept']}
+    assert 'cannot tell whether' in kept[i] and wt.exists(), kept
+    monkeypatch.setenv('TMUX_TMPDIR', str(tmux_server))
+    kept = {k['id']: k['why'] for k in am.cleanup()['kept']}
+    assert kept[i] == f'its CLI still runs (tmux session {name})' and wt.exists(), kept
+    am.abort(i)
+
+
 def test_mcp_server_killed_then_resumed(tmp_path, tmux_server):
     """`headlesnb mcp` SIGKILLed while a dialog agent it spawned waits on the model and a command agent runs: the command
     agent goes on; the dialog agent is interrupted (whether the server hosted it or a process of its own did, once the

@@ -91,12 +91,15 @@ def tmux(*args, timeout:float=10, input:str|None=None) -> subprocess.CompletedPr
 
 _NO_SERVER = re.compile(r"no server running|error connecting to .* \((No such file or directory|Connection refused)\)|No such file or directory: 'tmux'")
 
-def tmux_sessions(known:bool=False) -> set|None:
-    """Names of the tmux sessions alive now (empty when no tmux server runs). When tmux cannot tell (it timed out under load,
-    or failed otherwise): empty, or None if `known` (for whoever would call an agent dead for want of its session)"""
+def tmux_sessions() -> set:
+    """Names of the tmux sessions alive now (empty when no tmux server runs). ConflictError when tmux cannot tell (it timed out
+    under load, or failed otherwise): a session it did not list is not known to be gone, so whoever would call an agent dead,
+    or merge or remove files its CLI may still write, decides what not knowing means"""
     r = tmux('list-sessions', '-F', '#{session_name}')
     if r.returncode == 0: return set(r.stdout.split())
-    return None if known and not _NO_SERVER.search(r.stderr) else set()
+    if _NO_SERVER.search(r.stderr): return set()
+    said = ' '.join(r.stderr.split())[:200] or f'exit status {r.returncode}'
+    raise ConflictError(f"tmux could not list its sessions ({said}): try again")
 
 def own_tmux(root, s:dict) -> str:
     """The tmux session of command agent `s` of the tree at `root`, as headlesnb names it (`tmux_name`); '' for a dialog agent,
@@ -657,7 +660,9 @@ def _check_alive(self:Runners, sessions) -> bool:
         if s['runner'] == 'dialog' and s['host'] == 'thread' and s['pid'].split()[:1] == [str(os.getpid())]:
             alive, why = (str(self.root), id) in _LOCAL, 'the process running it lost it'
         elif (own := own_tmux(self.root, s)):
-            if names is ...: names = tmux_sessions(known=True)
+            if names is ...:
+                try: names = tmux_sessions()
+                except ConflictError: names = None
             alive, why = names is None or own in names or (s['status'] == 'pending' and _young(s)), f"its tmux session {own} is gone"  # (running: its session was made; tmux could not tell: looked at again next time)
         elif (why := foreign_tmux(self.root, s)): alive = False
         elif s['pid']: alive, why = spec_alive(s['pid']), f"its process ({s['pid'].split()[0]}) is gone"
@@ -722,7 +727,9 @@ def _stop(self:Runners, sessions, top:str|None=None, halted=(), join:float=30):
     if top is not None:  # what an earlier end left in the subtree (`top` is aborted again, or it had finished)
         for s in [self.store.load(i) for i in self.store.ids() if (i == top or i.startswith(top + '.')) and i not in done]:
             if s is None or s['status'] not in FINISHED: continue
-            if self._cli_running(s): self._end_cli(s)  # a finished agent's CLI still open (Claude Code at its prompt): its state and result stay
+            try: running = self._cli_running(s)
+            except ConflictError: running = True  # (tmux could not tell: ending it is what is wanted either way)
+            if running: self._end_cli(s)  # a finished agent's CLI still open (Claude Code at its prompt): its state and result stay
             if s['status'] == 'aborted': sessions = [*sessions, s]  # (an abort killed before its commit: made now)
     for s in sessions:
         if s is not None and s['worktree']:
@@ -1294,10 +1301,20 @@ def _save_wip(self:Runners, s:dict, message:str) -> str:
 
 @patch
 def _cli_running(self:Runners, s:dict) -> bool:
-    "Does a command agent's CLI still run (its tmux session, or its process)? A dialog agent's worker: is it live?"
+    """Does a command agent's CLI still run (its tmux session, or its process)? A dialog agent's worker: is it live? ConflictError
+    when tmux cannot tell: its files may still change, so nothing is merged or removed on a guess"""
     if s['runner'] == 'dialog': return s['status'] in LIVE
-    if s['tmux']: return bool(own := own_tmux(self.root, s)) and own in tmux_sessions()
+    if s['tmux']:
+        if not (own := own_tmux(self.root, s)): return False
+        try: return own in tmux_sessions()
+        except ConflictError as e: raise ConflictError(f"cannot tell whether agent {s['id']}'s CLI still runs (tmux session {own}): {e}") from None
     return bool(s['pid']) and spec_alive(s['pid']) and not (self.store.path(s['id']) / 'exit_status').exists()
+
+@patch
+def _cli_why(self:Runners, s:dict) -> str:
+    "Why `s`'s files may still change after it finished: its CLI still runs, or tmux cannot tell; '' when its CLI has ended"
+    try: return f"its CLI still runs (tmux session {s['tmux']})" if self._cli_running(s) else ''
+    except ConflictError as e: return str(e)
 
 # %% ../../nbs/16_agents.runners.ipynb #b51b4afc
 @patch
@@ -1398,7 +1415,7 @@ def cleanup(self:Runners) -> dict:
         if why: pass
         elif s['status'] in LIVE: why = f"it is {s['status']}"
         elif not s['merged']: why = f"not merged (headlesnb merge {s['id']})"
-        elif self._cli_running(s): why = f"its CLI still runs (tmux session {s['tmux']})"
+        elif (why := self._cli_why(s)): pass
         elif subprocess.run(['git', 'merge-base', '--is-ancestor', '--end-of-options', 'HEAD', s['merged']], cwd=wt, capture_output=True).returncode:
             why = 'it has commits made after the merge'
         elif (left := [l for l in git('status', '--porcelain', '--ignored', '--untracked-files=all', cwd=wt).splitlines()

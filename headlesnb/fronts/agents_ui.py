@@ -589,7 +589,8 @@ def tui_classes() -> dict:
             try: s = self.agents.get(id, check=False)
             except HeadlesnbError as e: self.say(str(e), severity='error'); return
             mine = own_tmux(self.agents.root, s)  # (a session file naming another session, the user's own say, is never attached)
-            live_tmux = bool(mine) and s['agent'] != 'dialog' and mine in tmux_sessions()
+            try: live_tmux = bool(mine) and s['agent'] != 'dialog' and mine in tmux_sessions()
+            except HeadlesnbError as e: self.say(str(e), severity='error'); return
             gone = f"agent {id}'s tmux session {mine} is gone ({shown_status(s)}): this is what it left" if mine and s['agent'] != 'dialog' and not live_tmux else ''
             if gone: self.say(gone, severity='warning')
             if self.split is None:
