@@ -368,14 +368,20 @@ def test_abort_and_merge_keep_every_file(tmp_path, tmux_server, monkeypatch):
     assert not wj.exists() and wt.exists() and git('rev-parse', '--verify', '-q', 'refs/heads/scope/1', cwd=root)  # no branch deleted
 
 
-def test_merge_waits_for_the_cli(tmp_path, tmux_server):
-    "An agent marked done (its Stop hook) while its CLI still runs: merge refuses, changing nothing; --stop ends it, then merges"
+def done_while_its_cli_runs(tmp_path) -> tuple:
+    "A command agent with a worktree, marked done (its Stop hook) while its CLI still runs in tmux: root, manager, id, session"
     root = repo(tmp_path / 'p', f'[agents.sleeper]\ncommand = [{PY}, {json.dumps(str(FAKE))}, "sleep"]\n')
     am = AgentManager(root, tmux=True)
     i = am.spawn('sleep', agent='sleeper', worktree=True)
     name = am.poll(i)['tmux']
     wait_for(lambda: 'SLEEPING' in pane(name), what='the agent to run')
     assert am.store.transition(i, 'done', result='finished, says the hook')
+    return root, am, i, name
+
+
+def test_merge_waits_for_the_cli(tmp_path, tmux_server):
+    "An agent marked done (its Stop hook) while its CLI still runs: merge refuses, changing nothing; --stop ends it, then merges"
+    root, am, i, name = done_while_its_cli_runs(tmp_path)
     head = git('rev-parse', 'HEAD', cwd=root)
     r = hnb('merge', i, root=root)
     assert r.returncode == 1 and 'its CLI still runs' in r.stderr and git('rev-parse', 'HEAD', cwd=root) == head
@@ -387,12 +393,7 @@ def test_a_tmux_that_cannot_tell_never_lets_a_running_clis_files_be_merged_or_re
     """Whether a finished agent's CLI still runs is asked of tmux. When tmux cannot answer (here: its socket path is too long to
     use; under load: a timeout), merge (even with --stop) and cleanup refuse, saying so, and change nothing: the CLI may still
     write files. Before, a tmux that could not answer counted as no session, and the merge went ahead"""
-    root = repo(tmp_path / 'p', f'[agents.sleeper]\ncommand = [{PY}, {json.dumps(str(FAKE))}, "sleep"]\n')
-    am = AgentManager(root, tmux=True)
-    i = am.spawn('sleep', agent='sleeper', worktree=True)
-    name = am.poll(i)['tmux']
-    wait_for(lambda: 'SLEEPING' in pane(name), what='the agent to run')
-    assert am.store.transition(i, 'done', result='finished, says the hook')
+    root, am, i, name = done_while_its_cli_runs(tmp_path)
     head = git('rev-parse', 'HEAD', cwd=root)
     blind = tmp_path / ('x' * 120); blind.mkdir()
     for stop in ([], ['--stop']):
