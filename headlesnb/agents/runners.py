@@ -21,6 +21,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from fastcore.ansi import strip_ansi
 from ..errors import *
+from ..utils import one_line
 from .store import (SessionStore, check_id, tmux_name, contract, ancestors, failed, LIVE, FINISHED, ERROR, NEEDS_INPUT,
                                    TASK_TYPES, OUTPUT_TAIL, read_capped, read_text, write_text, write_new)
 
@@ -98,8 +99,7 @@ def tmux_sessions() -> set:
     r = tmux('list-sessions', '-F', '#{session_name}')
     if r.returncode == 0: return set(r.stdout.split())
     if _NO_SERVER.search(r.stderr): return set()
-    said = ' '.join(r.stderr.split())[:200] or f'exit status {r.returncode}'
-    raise ConflictError(f"tmux could not list its sessions ({said}): try again")
+    raise ConflictError(f"tmux could not list its sessions ({one_line(r.stderr, 200) or f'exit status {r.returncode}'}): try again")
 
 def own_tmux(root, s:dict) -> str:
     """The tmux session of command agent `s` of the tree at `root`, as headlesnb names it (`tmux_name`); '' for a dialog agent,

@@ -46,7 +46,7 @@ from .security import TOKEN_ENVS, Guard, MAX_BODY, bracket, is_loopback
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
-from ..utils import IMAGE_TYPES, cap_text, check_str, count_range, digits, join_text, shown_url, strip_ansi, utf8_safe
+from ..utils import IMAGE_TYPES, cap_text, check_str, count_range, digits, join_text, one_line, shown_url, strip_ansi, utf8_safe
 from .mcp_format import *
 from .mcp_format import _validation_text, _plural
 

@@ -6,7 +6,7 @@
 __all__ = ['IMAGES_PER_ANSWER', 'CELL_COLS', 'META', 'McpOptions', 'markdown_table', 'html_summary', 'image_blocks',
            'collapse_cr', 'clean_traceback', 'output_text', 'output_blocks', 'OutputsOf', 'output_uri',
            'format_outputs', 'block_items', 'page_output', 'page_text', 'format_output_page', 'cell_header',
-           'format_cell', 'format_notebook', 'tsv', 'first_line', 'brief_line', 'cells_table', 'one_line', 'error_text',
+           'format_cell', 'format_notebook', 'tsv', 'first_line', 'brief_line', 'cells_table', 'error_text',
            'error_result', 'exc_result', 'text_result', 'answer', 'image_type']
 
 # %% ../../nbs/22_fronts.mcp_format.ipynb #313e03da
@@ -18,7 +18,7 @@ from urllib.parse import quote
 from pydantic import ValidationError
 from mcp.types import CallToolResult, TextContent, ImageContent
 from ..errors import *
-from ..utils import IMAGE_TYPES, cap_text, check_int, digits, strip_ansi, join_text as _join
+from ..utils import IMAGE_TYPES, cap_text, check_int, digits, one_line, strip_ansi, join_text as _join
 from ..images import IMAGE_MAX_BYTES, MAX_EDGE, MAX_PIXELS, fit_image, image_type
 _all_ = ['image_type']  # (the MCP server reads a resource's image type with it)
 
@@ -434,10 +434,6 @@ def _src_preview(s, n=60):
     return repr(line[:n] + (' …' if len(line) > n or '\n' in s else ''))
 
 # %% ../../nbs/22_fronts.mcp_format.ipynb #dae332fb
-def one_line(s:str, limit:int=500) -> str:
-    s = ' '.join(str(s).split())
-    return s if len(s) <= limit else s[:limit - 1] + '…'
-
 def error_text(e:BaseException) -> str:
     "One line saying why a call failed"
     if isinstance(e, HeadlesnbError): return one_line(str(e) or type(e).__name__)

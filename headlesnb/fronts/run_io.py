@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import BadArgumentError, NotFoundError
-from ..utils import die_with_parent, read_regular, redact
+from ..utils import die_with_parent, one_line, read_regular, redact
 
 # %% ../../nbs/26_fronts.run_io.ipynb #95fcb94b
 CLOUD_EXTRA = "pip install 'headlesnb[cloud]'"
@@ -120,7 +120,7 @@ def _on_fs(url:str, fn):
 
 def _refused(url:str, e:Exception, doing:str) -> BadArgumentError:
     "An error saying which store refused what (its message scrubbed of secrets)"
-    why = f"{type(e).__name__}: {scrub(_one_line(e), url)}"
+    why = f"{type(e).__name__}: {scrub(one_line(e, 300), url)}"
     if _bad_name(e):
         return BadArgumentError(f"{redact(url)}: not a name the store takes ({why}); check the bucket's name in the URL")
     if _unreachable(e):
@@ -141,10 +141,6 @@ def _unreachable(e:Exception) -> bool:
 def _bad_name(e:Exception) -> bool:
     "Is `e` botocore's refusal of a bucket or key name, made before any request (so credentials play no part)?"
     return type(e).__name__ == 'ParamValidationError'  # (by name: botocore is imported only by the stores that use it)
-
-def _one_line(e) -> str:
-    s = ' '.join(str(e).split())
-    return s if len(s) <= 300 else s[:300] + '...'
 
 def read_bytes(path, what:str='notebook') -> bytes:
     "The bytes at `path` (a local path or a URL); NotFoundError or BadArgumentError naming it (never a secret)"

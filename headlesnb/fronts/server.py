@@ -6,8 +6,8 @@
 __all__ = ['MAX_PART', 'BIG_BODY', 'FORM_TYPES', 'ECHO_KEYS', 'ENDPOINTS', 'EMPTY_ERR', 'POP_WAIT', 'LOAD_WAIT', 'DATA_TTL',
            'parse_dict', 'Form', 'UnsupportedMediaType', 'UploadedFile', 'read_form', 'prompt_reply', 'wire_output',
            'wire_msg', 'parse_output', 'number_lines', 'line_range', 'trunc_mid', 'msg_xml', 'endpoint', 'DhServer',
-           'norm_name', 'flag_value', 'NotConfigured', 'ShuttingDown', 'one_line', 'log_error', 'error_info',
-           'TextResponse', 'json_response', 'error_response', 'to_response', 'health']
+           'norm_name', 'flag_value', 'NotConfigured', 'ShuttingDown', 'log_error', 'error_info', 'TextResponse',
+           'json_response', 'error_response', 'to_response', 'health']
 
 # %% ../../nbs/23_fronts.server.ipynb #d97441c6
 import ast, asyncio, json, math, re, sys, traceback
@@ -19,7 +19,7 @@ from starlette.formparsers import MultiPartParser
 from starlette.requests import Request, ClientDisconnect
 from starlette.responses import Response
 from ..errors import *
-from ..utils import utf8_safe
+from ..utils import one_line, utf8_safe
 from ..engine import Engine
 from .security import MAX_BODY
 from ..dialog import FLAGS
@@ -299,7 +299,7 @@ _STATUS = [(NotFoundError, 404), (PathOutsideRootError, 403), (UnsupportedMediaT
 _PY_STATUS = [(ClientDisconnect, 400), (PermissionError, 403), (FileNotFoundError, 404), (OSError, 400), (RecursionError, 400),
               (UnicodeError, 400), (MemoryError, 413), (OverflowError, 400), (ValueError, 400)]
 
-def one_line(s:str, n:int=2000) -> str: return ' '.join(str(s).split())[:n]
+_ERROR_CHARS = 2000  # characters of an error an answer carries (on one line)
 
 def log_error(e:BaseException, what:str='error'):
     "Put `e` and its traceback in the server's log (stderr)"
@@ -308,14 +308,14 @@ def log_error(e:BaseException, what:str='error'):
 def error_info(e:BaseException) -> tuple:
     "(status, one-line message) for an exception; anything but our own errors is logged with its traceback"
     for cls, status in _STATUS:
-        if isinstance(e, cls): return status, one_line(e) or type(e).__name__
-    if isinstance(e, HTTPException): return e.status_code, one_line(e.detail)
+        if isinstance(e, cls): return status, one_line(e, _ERROR_CHARS) or type(e).__name__
+    if isinstance(e, HTTPException): return e.status_code, one_line(e.detail, _ERROR_CHARS)
     for cls, status in _PY_STATUS:
         if isinstance(e, cls):
             if not isinstance(e, ClientDisconnect): log_error(e, 'refused a request')
-            return status, one_line(f'{type(e).__name__}: {e}')
+            return status, one_line(f'{type(e).__name__}: {e}', _ERROR_CHARS)
     log_error(e, 'unexpected error')
-    return 500, one_line(f'internal error (see the server log): {type(e).__name__}: {e}')
+    return 500, one_line(f'internal error (see the server log): {type(e).__name__}: {e}', _ERROR_CHARS)
 
 class TextResponse(Response):
     """A `Response` whose text goes out as UTF-8 can carry it: each lone surrogate as U+FFFD, as a notebook page shows it (a

@@ -20,7 +20,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketState
 from fasthtml.common import FastHTML
 from ..errors import *
-from ..utils import IMAGE_TYPES, strip_ansi, utf8_safe, read_regular
+from ..utils import IMAGE_TYPES, one_line, strip_ansi, utf8_safe, read_regular
 from ..paths import check_name
 from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
