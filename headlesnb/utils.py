@@ -7,10 +7,11 @@ __all__ = ['IMAGE_TYPES', 'UNSHOWABLE', 'PAGES', 'PATTERN_MAX', 'SEARCH_SECONDS'
            'cap_text', 'strip_ansi', 'join_text', 'utf8_ok', 'name_ok', 'shown_name', 'release_memory', 'digits',
            'escaped', 'utf8_safe', 'redact', 'shown_url', 'jupyter_address', 'estimate_tokens', 'id_list', 'check_int',
            'check_str', 'text_diff', 'utc_now', 'SafePattern', 'content_hash', 'check_hash', 'hash_list',
-           'die_with_parent', 'by_ctrl_c', 'read_regular']
+           'die_with_parent', 'by_ctrl_c', 'noted_if_slow', 'read_regular']
 
 # %% ../nbs/01_utils.ipynb #9c9de400
-import ctypes, errno, functools, gc, hashlib, os, re, stat, sys, time
+import ctypes, errno, functools, gc, hashlib, os, re, stat, sys, threading, time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 from .errors import BadArgumentError, ConflictError
@@ -274,6 +275,16 @@ def by_ctrl_c(e:BaseException) -> bool:
     can be interrupted between its lock's release and its `try`; the `with` around it then fails with 'release unlocked lock')"""
     return isinstance(e, KeyboardInterrupt) or isinstance(e, RuntimeError) and isinstance(e.__context__, KeyboardInterrupt)
 
+
+# %% ../nbs/01_utils.ipynb #0bfa9d1f
+@contextmanager
+def noted_if_slow(note, after:float):
+    "Run the block; if it still runs `after` seconds in, call `note()` once, from another thread (ended before this returns)"
+    t = threading.Timer(after, note)
+    t.daemon = True
+    t.start()
+    try: yield
+    finally: t.cancel(); t.join()
 
 # %% ../nbs/01_utils.ipynb #6732f5c4
 def read_regular(path, size:int=-1, dir_fd:int|None=None, flags:int=0, tail:bool=False) -> bytes:

@@ -398,6 +398,9 @@ def test_command_line(tmp_path, fake):
     finally: p.kill(); p.wait()
     r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), '--host', '0.0.0.0', '--port', '0'], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and 'without a token' in r.stderr and r.stderr.strip().count('\n') == 0
+    # `--token "$SECRET"` with SECRET unset: refused, as serve and mcp refuse it (the proxy took it as no token, and served)
+    r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'proxy', '--root', str(tmp_path), '--port', '0', '--token', ''], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and r.stderr.strip() == 'headlesnb proxy: --token is empty (an unset variable?): give the token, or leave --token out', r.stderr
     for bad, said in ((['--root', str(tmp_path / 'nope')], f"argument --root: {str(tmp_path / 'nope')!r} is not a folder"),  # (options: argparse's exit 2)
                       (['--workspace', '../x'], "argument --workspace: invalid workspace name '../x'"),
                       (['--timeout', '-5'], "argument --timeout: '-5': must be a number of seconds more than 0"),

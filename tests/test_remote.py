@@ -368,7 +368,8 @@ def test_a_lost_connection_is_not_a_dead_kernel(server, rk):
 
 def test_a_server_that_never_answers_is_bounded_by_the_start_timeout(tmp_path):
     """A port that accepts connections and never answers: starting a kernel there gives up after `startup_timeout`
-    (`headlesnb run --start-timeout`), saying the server did not answer (it was reached), not after the REST calls' 60 s"""
+    (`headlesnb run --start-timeout`), saying the server did not answer (it was reached), not after the REST calls' 60 s;
+    `headlesnb run` says what it waits for once the wait is longer than a moment"""
     import socket, threading
     silent = socket.socket(); silent.bind(('127.0.0.1', 0)); silent.listen(16)
     held = []
@@ -382,8 +383,10 @@ def test_a_server_that_never_answers_is_bounded_by_the_start_timeout(tmp_path):
         (tmp_path / 'ok.ipynb').write_text(json.dumps(nbformat.v4.new_notebook(cells=[new_code_cell('1')])))
         t = time.monotonic()
         r = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', 'run', 'ok.ipynb', 'out.ipynb', '--jupyter-url', url,
-                            '--jupyter-token', 't', '--start-timeout', '3'], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                            '--jupyter-token', 't', '--start-timeout', '6'], cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert time.monotonic() - t < 20 and r.returncode == 2 and f'{url} did not answer' in r.stderr, (time.monotonic() - t, r.returncode, r.stderr)
+        # meanwhile, once the wait is longer than a moment, one line says what the run waits for and how long it may
+        assert r.stderr.splitlines()[0] == f'headlesnb: waiting for the kernel to start on {url} (--start-timeout 6s)', r.stderr  # (past SLOW_START, 5 s)
     finally: silent.close()
 
 def test_a_password_in_the_url_is_never_shown():

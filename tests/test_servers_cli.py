@@ -70,6 +70,16 @@ def test_a_port_outside_the_range_is_refused(tmp_path, kind):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and 'argument --port: 65537: a port is a number from 1 to 65535' in err, err
 
+@pytest.mark.parametrize('kind', [*SERVERS, 'proxy'])
+def test_a_token_variable_no_client_can_send_is_refused_in_one_line(tmp_path, kind):
+    "The server's token variable holding only spaces (a quoting slip): argparse's one line, exit 2, naming the variable (mcp printed a traceback)"
+    var = {'serve': 'HEADLESNB_TOKEN', 'mcp-http': 'HEADLESNB_MCP_TOKEN', 'proxy': 'HEADLESNB_PROXY_TOKEN'}[kind]
+    args = ('proxy', '--root', tmp_path, '--port', 0) if kind == 'proxy' else SERVERS[kind](tmp_path, 0)
+    p = subprocess.run([sys.executable, '-m', 'headlesnb.fronts.cli', *map(str, args)], env={**ENV, var: '  '}, cwd=REPO,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and 'Traceback' not in p.stderr, (p.returncode, p.stderr)
+    assert p.stderr.strip().splitlines()[-1].startswith(f"headlesnb {kind.split('-')[0]}: error: argument ${var}: the server's token holds ' '"), p.stderr
+
 @pytest.mark.parametrize('presses', [1, 3])
 @pytest.mark.parametrize('kind', SERVERS)
 def test_ctrl_c_ends_a_server_quietly_with_130(tmp_path, kind, presses):

@@ -14,7 +14,7 @@ __all__ = ['ALIASES', 'TOOL_ALIASES', 'JMS_NULLABLE', 'JMS_DEFAULTS', 'NOTEBOOK_
            'BearerAuth', 'mcp_parser', 'Health', 'http_app', 'mcp_main']
 
 # %% ../../nbs/22a_fronts.mcp.ipynb #8e6cadf4
-import argparse, asyncio, base64, hmac, inspect, json, logging, os, re, sys, threading, time, traceback, warnings, weakref
+import argparse, asyncio, base64, hmac, inspect, json, logging, re, sys, threading, time, traceback, warnings, weakref
 from pathlib import Path
 from contextlib import asynccontextmanager, suppress
 from dataclasses import replace
@@ -41,8 +41,8 @@ from .. import history
 from ..history import CLIENT, as_client
 from ..engine import Engine
 from ..kernels.kernel import OUTPUT_LIMIT
-from .options import add_kernel_args, as_argparse, bind, check_server_access, folder, output_limit, port_number, positive_seconds, run_quietly, workspace_name
-from .security import TOKEN_ENVS, Guard, MAX_BODY, bracket, is_loopback
+from .options import add_kernel_args, as_argparse, bind, folder, output_limit, port_number, positive_seconds, run_quietly, server_token, workspace_name
+from .security import Guard, MAX_BODY, bracket
 from ..agents.tree import AgentManager, poll_json
 from ..agents.store import ancestors
 from ..agents.hooks import hooks_missing
@@ -1831,13 +1831,7 @@ def _runs_end_first(server, engine:Engine):
 def mcp_main(argv=None):
     "Run the MCP server from command-line arguments"
     a = (p := mcp_parser()).parse_args(argv)
-    check_server_access(p, a)  # (a token no client can send, --allow-host '*' without one: exit 2)
-    if a.token is not None and not a.token.strip():
-        sys.exit("headlesnb mcp: --token is empty (an unset variable?): give the token, or leave --token out")
-    token = a.token or os.environ.get(env := TOKEN_ENVS['headlesnb mcp']) or None
-    if a.transport == 'http' and not is_loopback(a.host) and not token:
-        sys.exit(f"headlesnb mcp: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
-                 f"Pass --token (or set {env}), or bind 127.0.0.1")
+    token = server_token(p, a)  # (one that cannot protect it, or none off loopback: refused, before anything starts)
     try:
         srv = build_server(images=not a.no_images, timeout=a.timeout, workspace=a.workspace, shell=a.shell, tools=a.tools,
                            engine=Engine(a.root, output_limit=a.output_limit, kernel=a.kernel, jupyter_url=a.jupyter_url, jupyter_token=a.jupyter_token,

@@ -4,8 +4,7 @@
 
 # %% auto #0
 __all__ = ['kernel_name', 'jupyter_url', 'as_argparse', 'check_kernel_installed', 'add_kernel_args', 'add_remote_args', 'bind',
-           'run_quietly', 'check_server_access', 'port_number', 'positive_seconds', 'output_limit', 'folder',
-           'workspace_name']
+           'run_quietly', 'server_token', 'port_number', 'positive_seconds', 'output_limit', 'folder', 'workspace_name']
 
 # %% ../../nbs/21_fronts.options.ipynb #6307fa72
 import argparse, errno, os, re, signal, socket, sys, threading
@@ -99,18 +98,24 @@ def run_quietly(run) -> int:
     return 130 if signal.SIGINT in got else 0
 
 # %% ../../nbs/21_fronts.options.ipynb #6fb36df2
-def check_server_access(p:argparse.ArgumentParser, a:argparse.Namespace):
-    "Refuse, as argparse refuses an option (exit 2), a server's token no client can send, and --allow-host '*' without a token"
-    if not hasattr(a, 'allow_host') or getattr(a, 'transport', 'http') != 'http': return  # (no server, or MCP over stdio: no Host, no token)
+def server_token(p:argparse.ArgumentParser, a:argparse.Namespace, risk:str='run code') -> str|None:
+    """The token the clients of server `p.prog` must send (`--token`, else its variable, else None; MCP over stdio has none),
+    or the process ends saying why (see above): what anyone who reaches it unprotected could do is `risk`"""
+    if getattr(a, 'transport', 'http') != 'http': return None  # (MCP over stdio: no Host, no token)
     from headlesnb.errors import BadArgumentError
-    from headlesnb.fronts.security import TOKEN_ENVS, any_host_needs_token, check_token
-    env = TOKEN_ENVS.get(p.prog)
-    given, where = (a.token, '--token') if getattr(a, 'token', None) else (os.environ.get(env) if env else None, f'${env}')
-    if given is not None and not given.strip(): return  # (an empty one: the server says so)
+    from headlesnb.fronts.security import TOKEN_ENVS, any_host_needs_token, check_token, is_loopback
+    env = TOKEN_ENVS[p.prog]
+    if a.token is not None and not a.token.strip():
+        sys.exit(f"{p.prog}: --token is empty (an unset variable?): give the token, or leave --token out")
+    token, where = (a.token, '--token') if a.token else (os.environ.get(env) or None, f'${env}')
     try:
-        if given: check_token(given, 'the server')
-        else: any_host_needs_token(a.allow_host, given, 'the server')
-    except BadArgumentError as e: p.error(f"argument {where if given else '--allow-host'}: {e}")
+        if token: check_token(token, 'the server')
+        else: any_host_needs_token(a.allow_host, token, 'the server')
+    except BadArgumentError as e: p.error(f"argument {where if token else '--allow-host'}: {e}")
+    if not token and not is_loopback(a.host):
+        sys.exit(f"{p.prog}: refusing to serve {a.host} without a token: anyone who reaches it could {risk}. "
+                 f"Pass --token (or set {env}), or bind 127.0.0.1")
+    return token
 
 # %% ../../nbs/21_fronts.options.ipynb #71ddb376
 def port_number(s:str) -> int:

@@ -18,7 +18,7 @@ from ..paths import check_name, resolve_in_root
 from ..utils import check_str, digits, read_regular
 from ..workspace import Workspace, WorkspaceManager, STATE_SUFFIX
 from ..document import _sig
-from .security import TOKEN_ENVS, Guard, is_loopback, bracket
+from .security import TOKEN_ENVS, Guard, bracket
 
 # %% ../../nbs/24_fronts.proxy.ipynb #ca7150d5
 class ReadOnlyWorkspace(Workspace):
@@ -576,15 +576,11 @@ def proxy_parser() -> argparse.ArgumentParser:
 
 def proxy_main(argv=None) -> int:
     "Run the proxy from command-line arguments"
-    from headlesnb.fronts.options import bind, check_server_access, run_quietly
+    from headlesnb.fronts.options import bind, run_quietly, server_token
     p = proxy_parser()
     a = p.parse_args(argv)
-    check_server_access(p, a)  # (a token no client can send, --allow-host '*' without one: exit 2, as serve and mcp)
-    token = a.token or os.environ.get(TOKEN_ENV) or None
+    token = server_token(p, a, 'spend your API key')  # (as serve and mcp decide theirs)
     root = Path(a.root).expanduser().resolve()
-    if not is_loopback(a.host) and not token:
-        sys.exit(f"headlesnb proxy: refusing to serve {a.host} without a token: anyone who reaches it could spend your API key. "
-                 f"Pass --token (or set {TOKEN_ENV}), or bind 127.0.0.1")
     try:
         code_map = dict(auto=None, on=True, off=False)[a.code_map]
         check_upstream(a.upstream); WorkspaceReader(root, a.workspace, code_map=code_map).render()  # bad options and a corrupt state: one line, before binding

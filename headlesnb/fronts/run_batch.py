@@ -15,10 +15,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..errors import BadArgumentError, HeadlesnbError, KernelError
-from ..utils import die_with_parent, digits, redact
+from ..utils import die_with_parent, digits, noted_if_slow, redact
 from ..base import make_kernel
 from .run_io import local_path, make_folder, scrub, text_sink
-from .run_exec import log, RunReport, _execute, run_message, start_seconds, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
+from .run_exec import log, RunReport, _execute, run_message, SLOW_START, start_limit, start_seconds, _strip_ansi, _what, collect_parameters, first_tagged, infer_parameters, load_notebook, run_summary
 
 # %% ../../nbs/26b_fronts.run_batch.ipynb #300de3a4
 def _stderr(text:str): print(text, file=sys.stderr)
@@ -509,7 +509,8 @@ def _client(address:str, timeout:float|None):
         try: got['client'] = Client(address, timeout=start_seconds(timeout))
         except BaseException as e: got['error'] = e
     t = threading.Thread(target=make, daemon=True, name='headlesnb-dask-connect')
-    t.start(); t.join(None if timeout is None else timeout + _DASK_LATE)  # (Dask's own report first: it names what it met)
+    with noted_if_slow(lambda: _stderr(f"headlesnb: waiting for the Dask scheduler at {redact(address)} to answer ({start_limit(timeout)})"), SLOW_START):
+        t.start(); t.join(None if timeout is None else timeout + _DASK_LATE)  # (Dask's own report first: it names what it met)
     if 'error' in got: raise got['error']
     if 'client' not in got: raise TimeoutError(f'{redact(address)} took the connection but did not answer as a Dask scheduler')
     return got['client']

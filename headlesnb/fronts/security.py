@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['MAX_BODY', 'TOKEN_ENVS', 'TOKEN_ENV', 'LOOPBACK_NAMES', 'SECRET_STORE', 'BOOT_JS', 'BOOT_CSP', 'FRAME_PATH',
            'FRAME_CSP', 'FRAME_HEADERS', 'FRAME_HOST', 'FRAME_BOOT', 'FRAME_LOADER', 'is_loopback', 'split_host',
-           'bracket', 'check_token', 'any_host_needs_token', 'check_access', 'Guard', 'new_token', 'server_token',
-           'script_hash', 'boot_page', 'sanitize_html', 'render_markdown', 'frame_doc', 'frame_slot', 'page_csp']
+           'bracket', 'check_token', 'any_host_needs_token', 'check_access', 'Guard', 'new_token', 'script_hash',
+           'boot_page', 'sanitize_html', 'render_markdown', 'frame_doc', 'frame_slot', 'page_csp']
 
 # %% ../../nbs/21a_fronts.security.ipynb #736e7845
-import functools, hashlib, hmac, html, json, logging, os, re, secrets, sys, threading
+import functools, hashlib, hmac, html, json, logging, re, secrets, sys, threading
 from base64 import b64encode
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
@@ -216,10 +216,6 @@ def token_refusal(self:Guard, scope, h:dict):
 def new_token() -> str:
     "A fresh random token (32 bytes, URL-safe)"
     return secrets.token_urlsafe(32)
-
-def server_token(given:str|None=None, env:str=TOKEN_ENV) -> str|None:
-    "The token a server was given (`--token`), else the one in environment variable `env`, else None"
-    return given or os.environ.get(env) or None
 
 # %% ../../nbs/21a_fronts.security.ipynb #01e9ee15
 _LEAD = re.compile(r'^[/\\\x00-\x20]+')  # what a browser reads as `//` at the start of a link: slashes, backslashes, tabs, newlines

@@ -26,7 +26,7 @@ from aidialog.ipynb import conv_old_prompts
 from ..document import check_nb
 from ..dialog import cell2msg, reply_cut
 from ..engine import Engine
-from .options import add_kernel_args, bind, check_server_access, folder, port_number, run_quietly
+from .options import add_kernel_args, bind, folder, port_number, run_quietly, server_token
 from .security import *
 from ..agents.tree import AgentManager, LIVE, NEEDS_INPUT, GLYPHS, shown_status
 from .server import *
@@ -774,14 +774,8 @@ def serve_parser() -> argparse.ArgumentParser:
 def serve_main(argv=None):
     "Run the server from command-line arguments"
     a = (p := serve_parser()).parse_args(argv)
-    check_server_access(p, a)  # (a token no client can send, --allow-host '*' without one: exit 2)
+    token = server_token(p, a)  # (one that cannot protect it, or none off loopback: refused, before anything starts)
     import uvicorn
-    if a.token is not None and not a.token.strip():
-        sys.exit("headlesnb serve: --token is empty (an unset variable?): give the token, or leave --token out")
-    token = server_token(a.token)
-    if not is_loopback(a.host) and not token:
-        sys.exit(f"headlesnb serve: refusing to serve {a.host} without a token: anyone who reaches it could run code. "
-                 f"Pass --token (or set {TOKEN_ENV}), or bind 127.0.0.1")
     sock = bind('headlesnb serve', a.host, a.port)
     port = sock.getsockname()[1]  # (--port 0: the one the system chose)
     try:
