@@ -137,11 +137,11 @@ def _on_stack(f, target) -> bool:
         f = f.f_back
     return False
 
-def _drop_lost_stops(unraisable):
+def _drop_lost_stops(unraisable, stops=(KeyboardInterrupt, _Landed), ident=threading.get_ident, loops=LOOP_SHELLS, in_cell=_cell_kernel):
     """`sys.unraisablehook` around the host's: an interrupt that landed in a finaliser (which the collector ran in a
-    thread running a cell) is dropped silently, as the stop is sent again; everything else goes to the host's hook"""
-    if isinstance(unraisable.exc_value, (KeyboardInterrupt, _Landed)) and (
-        threading.get_ident() in LOOP_SHELLS or _cell_kernel() is not None): return
+    thread running a cell) is dropped silently, as the stop is sent again; everything else goes to the host's hook.
+    What it uses is bound here: at the interpreter's end, finalisers still run after this module's names are gone"""
+    if isinstance(unraisable.exc_value, stops) and (ident() in loops or in_cell() is not None): return
     _drop_lost_stops.host(unraisable)
 
 def _watch_lost_stops():

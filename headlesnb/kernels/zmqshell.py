@@ -171,6 +171,7 @@ class OutStream(io.TextIOBase):
         if (o := current_outputs()) is not None: o.flush(self.name)
         elif (h := HOST.get(self.name)) is not None: h.flush()
     def __repr__(self): return f'<headlesnb.kernels.zmqshell.OutStream {self.name}>'
+    def __del__(self): "Not flushed as it goes: the two live as long as the process, whose end has torn this module down by then"
 
 STDOUT, STDERR = OutStream('stdout'), OutStream('stderr')
 
