@@ -67,3 +67,22 @@ def test_example_notebook_runs(tmp_path):
     assert r.returncode == 0, r.stderr
     outs = [o for c in nbformat.read(tmp_path / 'hello.out.ipynb', as_version=4).cells for o in c.get('outputs', [])]
     assert any('image/png' in o.get('data', {}) for o in outs)
+
+def test_python_dash_m_headlesnb_is_the_same_program(tmp_path):
+    "`python -m headlesnb`, as an MCP client's configuration names a venv's Python: the command line, and an MCP server over stdio"
+    import anyio, os
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    src = nb_file(tmp_path / 'ok.ipynb', ['print(6 * 7)'])
+    r = subprocess.run([sys.executable, '-m', 'headlesnb', 'run', str(src), '--inplace'], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert ''.join(nbformat.read(src, as_version=4).cells[0].outputs[0]['text']) == '42\n'
+    r = subprocess.run([sys.executable, '-m', 'headlesnb', 'nonsense'], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith('usage: headlesnb ') and 'Traceback' not in r.stderr
+    async def session():
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb', 'mcp', '--root', str(tmp_path)], env=dict(os.environ))
+        async with stdio_client(params) as (rd, wr), ClientSession(rd, wr) as s:
+            await s.initialize()
+            await s.call_tool('use_notebook', dict(notebook_name='ok', mode='connect'))
+            return (await s.call_tool('execute_code', dict(code='6 * 7'))).content[0].text
+    assert anyio.run(session) == '42'
