@@ -63,33 +63,39 @@ _LANDED = ctypes.py_object(_Landed)
 
 _in_cell = threading.local()  # `.kernel`: the in-process kernel whose cell this thread is running now
 
-def _cell_kernel(): return getattr(_in_cell, 'kernel', None)
+# The process-wide replacements below (`Thread.start`, `os._exit`, the ways to send SIGINT) bind what they use as they are
+# defined, as `_drop_lost_stops` does: they must still do their job where this module's names are gone, say in a process
+# forked by code that ran this module in a namespace it then cleared (nbdev's test workers): an `os._exit` failing there
+# would leave the child running its parent's code
+def _cell_kernel(in_cell=_in_cell): return getattr(in_cell, 'kernel', None)
 
-def _owned_outputs():
+def _owner(cell_kernel=_cell_kernel, current=threading.current_thread):
+    "The in-process kernel owning the calling thread: the one whose cell it runs, else the one whose cell started it (directly or not); None for the host's"
+    return cell_kernel() or getattr(current(), '_hnb_parent', None)
+
+def _owned_outputs(owner=_owner):
     """The outputs of the cell that owns the calling thread: the cell it runs, or (a thread a cell started) its kernel's
     running cell; None for the host's threads, whose prints must not land in a cell that runs beside them"""
-    k = _cell_kernel() or getattr(threading.current_thread(), '_hnb_parent', None)
+    k = owner()
     sh = getattr(k, '_shell', None) if k is not None and k._current is not None else None
     return sh._out if sh is not None else None
 OWNER[0] = _owned_outputs
 
-_thread_start = threading.Thread.start
-def _start(self):
+def _start(self, start=threading.Thread.start, owner=_owner):
     "`Thread.start`, noting the kernel whose cell started the thread (directly or through other threads)"
-    self._hnb_parent = _cell_kernel() or getattr(threading.current_thread(), '_hnb_parent', None)
-    return _thread_start(self)
+    self._hnb_parent = owner()
+    return start(self)
 threading.Thread.start = _start
 
 class KernelExit(BaseException):
     "`os._exit` called by a cell (or a thread it started) of an in-process kernel: that kernel ends, not the process hosting it"
     def __init__(self, code): super().__init__(code); self.code = code
 
-_os_exit = os._exit
-def _exit(code):
+def _exit(code, real=os._exit, owner=_owner, getpid=os.getpid, stop=KernelExit):
     "`os._exit`, except in a cell of an in-process kernel (or a thread it started), not in a process it forked: there it raises `KernelExit`"
-    k = _cell_kernel() or getattr(threading.current_thread(), '_hnb_parent', None)
-    if k is not None and k._pid == os.getpid(): raise KernelExit(code)
-    _os_exit(code)
+    k = owner()
+    if k is not None and k._pid == getpid(): raise stop(code)
+    real(code)
 os._exit = _exit
 
 _sigint_ways = os.kill, signal.raise_signal, signal.pthread_kill, _thread.interrupt_main  # the real ones (the stopper sends with these)
@@ -97,25 +103,25 @@ _sigint_ways = os.kill, signal.raise_signal, signal.pthread_kill, _thread.interr
 # once, so a Ctrl-C arriving with one of ours would be taken for ours and never reach the program (a server kept running)
 _STOP = signal.SIGRTMIN + 7 if hasattr(signal, 'SIGRTMIN') else signal.SIGUSR2
 
-def _to_cell(sig) -> bool:
+def _to_cell(sig, owner=_owner) -> bool:
     """A SIGINT that a cell (or a thread it started) sends to its own process: it stops that kernel's running cell, as it would in
     the kernel's own process, rather than reaching the host as a Ctrl-C (it would end an MCP server). True when taken so; a cell
     that set its own SIGINT handler gets the signal itself"""
-    k = _cell_kernel() or getattr(threading.current_thread(), '_hnb_parent', None)
-    if sig != signal.SIGINT or k is None or k._pid != os.getpid(): return False
+    k = owner()
+    if k is None or sig != signal.SIGINT or k._pid != os.getpid(): return False
     r = k._current
     if isinstance(r, _HereRun) and signal.getsignal(signal.SIGINT) != r._on_sigint: return False
     k.interrupt()  # (an idle kernel ignores it, as an idle ipykernel does)
     return True
 
-def _kill(pid, sig):
-    if not (pid == os.getpid() and _to_cell(sig)): _sigint_ways[0](pid, sig)
-def _raise_signal(sig):
-    if not _to_cell(sig): _sigint_ways[1](sig)
-def _pthread_kill(tid, sig):
-    if not (tid == threading.main_thread().ident and _to_cell(sig)): _sigint_ways[2](tid, sig)
-def _interrupt_main(signum=signal.SIGINT):
-    if not _to_cell(signum): _sigint_ways[3](signum)
+def _kill(pid, sig, real=_sigint_ways[0], to_cell=_to_cell, getpid=os.getpid):
+    if not (pid == getpid() and to_cell(sig)): real(pid, sig)
+def _raise_signal(sig, real=_sigint_ways[1], to_cell=_to_cell):
+    if not to_cell(sig): real(sig)
+def _pthread_kill(tid, sig, real=_sigint_ways[2], to_cell=_to_cell, main=threading.main_thread):
+    if not (tid == main().ident and to_cell(sig)): real(tid, sig)
+def _interrupt_main(signum=signal.SIGINT, real=_sigint_ways[3], to_cell=_to_cell):
+    if not to_cell(signum): real(signum)
 os.kill, signal.raise_signal, signal.pthread_kill, _thread.interrupt_main = _kill, _raise_signal, _pthread_kill, _interrupt_main
 
 def _nesting(kernel) -> tuple:
