@@ -91,11 +91,11 @@ class KernelExit(BaseException):
     "`os._exit` called by a cell (or a thread it started) of an in-process kernel: that kernel ends, not the process hosting it"
     def __init__(self, code): super().__init__(code); self.code = code
 
-def _exit(code, real=os._exit, owner=_owner, getpid=os.getpid, stop=KernelExit):
+def _exit(status, real=os._exit, owner=_owner, getpid=os.getpid, stop=KernelExit):
     "`os._exit`, except in a cell of an in-process kernel (or a thread it started), not in a process it forked: there it raises `KernelExit`"
     k = owner()
-    if k is not None and k._pid == getpid(): raise stop(code)
-    real(code)
+    if k is not None and k._pid == getpid(): raise stop(status)
+    real(status)
 os._exit = _exit
 
 _sigint_ways = os.kill, signal.raise_signal, signal.pthread_kill, _thread.interrupt_main  # the real ones (the stopper sends with these)
