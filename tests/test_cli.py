@@ -86,3 +86,28 @@ def test_python_dash_m_headlesnb_is_the_same_program(tmp_path):
             await s.call_tool('use_notebook', dict(notebook_name='ok', mode='connect'))
             return (await s.call_tool('execute_code', dict(code='6 * 7'))).content[0].text
     assert anyio.run(session) == '42'
+
+def test_a_child_process_handed_sys_stdout_writes_to_the_process_not_into_the_protocol(tmp_path):
+    """`subprocess.run(cmd, stdout=sys.stdout)` in an in-process cell works as under ipykernel: the child writes to the
+    process's own stream. For `headlesnb run` that is its standard output; for `headlesnb mcp` over stdio it is standard
+    error, so the JSON-RPC stream stays whole and the next call is answered"""
+    import anyio, os
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    child = 'import subprocess, sys; subprocess.run([sys.executable, "-c", "print(\'from-the-child\')"], stdout=sys.stdout, check=True)'
+    src = nb_file(tmp_path / 'child.ipynb', [child, 'print("after")'])
+    r = run('run', src, '--output', tmp_path / 'child.out.ipynb')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == 'from-the-child\n'
+    assert ''.join(nbformat.read(tmp_path / 'child.out.ipynb', as_version=4).cells[1].outputs[0]['text']) == 'after\n'
+    errlog = (tmp_path / 'server.err').open('w+')
+    async def session():
+        params = StdioServerParameters(command=sys.executable, args=['-m', 'headlesnb', 'mcp', '--root', str(tmp_path)], env=dict(os.environ))
+        async with stdio_client(params, errlog=errlog) as (rd, wr), ClientSession(rd, wr) as s:
+            await s.initialize()
+            await s.call_tool('use_notebook', dict(notebook_name='child', mode='connect'))
+            got = await s.call_tool('execute_code', dict(code=child + '\n"done"'))
+            return got.structured_content['status'], (await s.call_tool('ping', {})).content[0].text
+    assert anyio.run(session) == ('ok', 'pong')
+    errlog.seek(0)
+    assert 'from-the-child' in errlog.read()

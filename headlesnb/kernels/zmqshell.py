@@ -158,7 +158,7 @@ class OutStream(io.TextIOBase):
     encoding = 'UTF-8'
     def __init__(self, name:str): self.name = name
     def isatty(self) -> bool: return False
-    def fileno(self): raise io.UnsupportedOperation('fileno')
+    def fileno(self) -> int: return 1 if self.name == 'stdout' else 2  # (the process's own: see above)
     def writable(self) -> bool: return True
     def write(self, s:str) -> int:
         if not isinstance(s, str): raise TypeError(f'write() argument must be str, not {type(s)}')
